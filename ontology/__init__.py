@@ -1,0 +1,1 @@
+"""The provgraph vocabulary (``provgraph.ttl``), shipped as package data."""

@@ -1,0 +1,5 @@
+"""``python -m provgraph`` runs the command line."""
+
+from provgraph.cli import main
+
+main()

@@ -1,0 +1,103 @@
+"""A bundle: a folder with a contract file at its root, and the store that belongs to it."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from provgraph.contract import CONTRACT_FILE, Contract, load_contract
+from provgraph.errors import InputError, UsageError
+
+STORE_DIR = ".provgraph"
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: Path) -> tuple[str, int]:
+    """SHA-256 hex digest and byte size of a file's exact bytes."""
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+    except OSError as err:
+        raise InputError(path, f"cannot read: {err.strerror or err}") from err
+    return digest.hexdigest(), size
+
+
+def find_root(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` that holds a contract file."""
+    start = start.resolve()
+    here = start if start.is_dir() else start.parent
+    for folder in (here, *here.parents):
+        if (folder / CONTRACT_FILE).is_file():
+            return folder
+    return None
+
+
+@dataclass
+class Bundle:
+    """The bundle root and its validated contract."""
+
+    root: Path
+    contract: Contract
+
+    @classmethod
+    def open(cls, root: Path) -> Bundle:
+        root = root.resolve()
+        path = root / CONTRACT_FILE
+        if not path.is_file():
+            raise UsageError(f"{root}: no {CONTRACT_FILE} here; run `provgraph init` to create one")
+        return cls(root, load_contract(path))
+
+    @classmethod
+    def find(cls, start: Path) -> Bundle:
+        """Open the bundle that contains ``start`` (searching upwards, like git)."""
+        root = find_root(start)
+        if root is None:
+            raise UsageError(
+                f"{start}: not inside a bundle (no {CONTRACT_FILE} here or above); "
+                "run `provgraph init` or pass --bundle"
+            )
+        return cls.open(root)
+
+    @property
+    def default_store(self) -> Path:
+        return self.root / STORE_DIR / "store"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STORE_DIR
+
+    def relpath(self, path: Path) -> str:
+        """POSIX path of ``path`` relative to the bundle root; error if it lies outside."""
+        resolved = Path(os.path.abspath(path))
+        try:
+            rel = resolved.relative_to(self.root)
+        except ValueError as err:
+            raise UsageError(f"{path}: outside the bundle {self.root}") from err
+        text = rel.as_posix()
+        return "." if text in ("", ".") else text
+
+    def resolve(self, rel: str) -> Path:
+        """Absolute path for a bundle-relative POSIX path."""
+        return self.root / PurePosixPath(rel)
+
+    def excluded(self, rel: str) -> bool:
+        """Hidden paths, the store folder and ``[ingest].exclude`` globs are never imported."""
+        parts = PurePosixPath(rel).parts
+        if any(p.startswith(".") or p == "__pycache__" for p in parts):
+            return True
+        patterns = (self.contract.section("ingest") or {}).get("exclude", [])
+        return any(fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(rel + "/", pat) for pat in patterns)
+
+    def importer_override(self, rel: str) -> str | None:
+        overrides = (self.contract.section("ingest") or {}).get("importers", {})
+        for pattern, name in overrides.items():
+            if rel == pattern.rstrip("/") or fnmatch.fnmatch(rel, pattern):
+                return str(name)
+        return None

@@ -1,0 +1,136 @@
+"""``provgraph check``: run the contract rules as a fail-closed release gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from provgraph.cli import App, pass_app
+from provgraph.cli.common import out
+from provgraph.errors import EXIT_OK, EXIT_VIOLATIONS
+from provgraph.rules.formats import FORMATS
+from provgraph.rules.model import CLAUSES
+
+_STYLE = {"pass": "green", "violated": "bold red", "error": "bold magenta", "skipped": "dim"}
+_SHOWN = 20
+
+
+@click.command("check")
+@click.option(
+    "--clause",
+    "clauses",
+    multiple=True,
+    type=click.Choice(CLAUSES),
+    help="Only this clause (repeatable). Named clauses run even when the contract does not declare them.",
+)
+@click.option("--rule", "rule_ids", multiple=True, metavar="ID", help="Only this rule (repeatable).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="Report format: printed to stdout, or written to --output.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the --format report to this file (the table still prints).",
+)
+@click.option(
+    "--rules-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Rule folder to use instead of the shipped queries/ (for rule authors).",
+)
+@click.option(
+    "--all-violations", is_flag=True, help=f"List every violation (default: first {_SHOWN} per rule)."
+)
+@click.option("--no-record", is_flag=True, help="Do not record this check in the store.")
+@pass_app
+def command(
+    app: App,
+    clauses: tuple[str, ...],
+    rule_ids: tuple[str, ...],
+    fmt: str,
+    output: Path | None,
+    rules_dir: Path | None,
+    all_violations: bool,
+    no_record: bool,
+) -> int:
+    """Run the contract rules and exit 1 when the gate fails.
+
+    The gate fails when a rule of severity `fail` finds a violation, or when any rule cannot
+    run (bad query, or the evidence it needs is missing from the graph): fail closed.
+    Rules of `restrict` severity mark downstream claims as restricted; `info` rules only
+    inform. Clauses the contract does not declare are skipped.
+
+    Each full-clause run is recorded in the store as a pg:Check activity whose violations
+    point at their focus nodes (used by lineage and the report).
+    """
+    from provgraph.rules import load_rules, record_check, run_check
+    from provgraph.rules.formats import gate_line, render
+    from provgraph.rules.runner import select_rules
+
+    store = app.open_store()
+    rules = select_rules(load_rules(rules_dir), clauses, rule_ids)
+    report = run_check(store, rules, explicit=bool(clauses or rule_ids))
+    if not no_record and not rule_ids and rules_dir is None:
+        record_check(store, report)
+    machine = fmt != "text"
+    if output is not None:
+        output.write_text(render(report, fmt), encoding="utf-8")
+    if machine and output is None:
+        click.echo(render(report, fmt), nl=False)
+    elif app.verbosity >= 0 or not report.passed:
+        _print_table(report, None if all_violations else _SHOWN)
+    if output is not None or not machine:
+        style = "bold green" if report.passed else "bold red"
+        out.print(Text(gate_line(report), style=style))
+    return EXIT_OK if report.passed else EXIT_VIOLATIONS
+
+
+def _print_table(report, limit: int | None) -> None:  # report: CheckReport
+    out.print(Text(f"provgraph check: {report.project}", style="bold"))
+    for clause, results in report.by_clause().items():
+        in_force = clause in report.clauses_in_force
+        table = Table(
+            title=f"{clause}{'' if in_force else ' (not declared in the contract)'}",
+            title_justify="left",
+            title_style="bold",
+            box=None,
+            pad_edge=False,
+        )
+        table.add_column("outcome", no_wrap=True)
+        table.add_column("severity", no_wrap=True)
+        table.add_column("rule", no_wrap=True)
+        table.add_column("n", justify="right")
+        table.add_column("title")
+        for r in results:
+            table.add_row(
+                Text(r.outcome, style=_STYLE[r.outcome]),
+                r.rule.severity,
+                r.rule.id,
+                str(len(r.violations)),
+                r.rule.title,
+            )
+        out.print(table)
+        for r in results:
+            if r.outcome == "error":
+                out.print(Text(f"  {r.rule.id} could not run: {r.error}", style="magenta"))
+            shown = r.violations if limit is None else r.violations[:limit]
+            for v in shown:
+                loc = f" [{v.location}]" if v.location else ""
+                out.print(Text(f"  {r.rule.id}: {report.short(v.focus)}{loc}: {v.message}"))
+            if len(shown) < len(r.violations):
+                out.print(
+                    Text(
+                        f"  ... and {len(r.violations) - len(shown)} more (--all-violations to list them)",
+                        style="dim",
+                    )
+                )
+            if r.violations:
+                out.print(Text(f"  remedy: {r.rule.remedy}", style="dim"))

@@ -1,0 +1,47 @@
+"""``provgraph export``: write the graph in an RDF or PROV format."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from provgraph.cli import App, pass_app
+from provgraph.cli.common import err
+from provgraph.export import FORMATS
+
+
+@click.command("export")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="turtle",
+    show_default=True,
+    help="turtle, nt, jsonld: merged graph; nquads, trig: one graph per import; "
+    "provn, provjson: W3C PROV-N / PROV-JSON through the prov package.",
+)
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: stdout)."
+)
+@click.option("--with-ontology", is_flag=True, help="Include the provgraph vocabulary graph.")
+@pass_app
+def command(app: App, fmt: str, output: Path | None, with_ontology: bool) -> int:
+    """Export the imported graph (the store's catalog is never exported).
+
+    No raw patient identifier is ever in the graph, so exports carry keyed hashes only.
+    """
+    from provgraph.cli.info import base_iri
+    from provgraph.export import export
+
+    store = app.open_store()
+    base = base_iri(store)
+    if output is None:
+        n = export(store, fmt, sys.stdout.buffer, with_ontology, base)
+        sys.stdout.buffer.flush()
+    else:
+        with output.open("wb") as fh:
+            n = export(store, fmt, fh, with_ontology, base)
+        err.print(f"wrote {n} {'quads' if fmt in ('nquads', 'trig') else 'triples'} to {output}")
+    return 0

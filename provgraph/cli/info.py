@@ -1,0 +1,68 @@
+"""``provgraph info``: what the store holds."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.table import Table
+
+from provgraph.cli import App, pass_app
+from provgraph.cli.common import out, short
+
+
+def base_iri(store) -> str:
+    """The imported project's base IRI ('' before the contract is imported)."""
+    from provgraph.vocab import PG_NS
+
+    rows = store.select(f"SELECT ?b WHERE {{ ?p a <{PG_NS}Project> ; <{PG_NS}baseIri> ?b }} LIMIT 1")
+    return rows[0]["b"].value if rows else ""
+
+
+def store_info(store) -> dict:  # store: Store
+    """Quads per current graph, nodes per class (vocabulary excluded), base IRI."""
+    from provgraph import catalog
+
+    slots = catalog.slots(store)
+    graphs = [{"source": s.key, "graph": s.graph, "quads": store.quad_count(s.graph)} for s in slots]
+    data = " ".join(f"<{s.graph}>" for s in slots if s.key != "ontology")
+    rows = (
+        store.select(
+            f"""SELECT ?class (COUNT(DISTINCT ?s) AS ?n) WHERE {{
+              VALUES ?g {{ {data} }} GRAPH ?g {{ ?s a ?class }} }}
+            GROUP BY ?class ORDER BY DESC(?n) ?class"""
+        )
+        if data
+        else []
+    )
+    classes = [{"class": r["class"].value, "count": int(r["n"].value)} for r in rows]
+    return {
+        "store": store.location,
+        "quads": store.quad_count(),
+        "base_iri": base_iri(store) or None,
+        "graphs": graphs,
+        "classes": classes,
+    }
+
+
+@click.command("info")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@pass_app
+def command(app: App, fmt: str) -> int:
+    """Counts by named graph (one per imported source and per checked clause) and by class."""
+    store = app.open_store()
+    info = store_info(store)
+    if fmt == "json":
+        click.echo(json.dumps(info, indent=2))
+        return 0
+    base = info["base_iri"] or ""
+    out.print(f"store {info['store']}: {info['quads']} quads in {len(info['graphs'])} graphs")
+    graphs = Table("source", "quads", box=None, title="graphs", title_justify="left")
+    for g in info["graphs"]:
+        graphs.add_row(g["source"], str(g["quads"]))
+    out.print(graphs)
+    classes = Table("class", "nodes", box=None, title="classes", title_justify="left")
+    for c in info["classes"]:
+        classes.add_row(short(c["class"], base), str(c["count"]))
+    out.print(classes)
+    return 0

@@ -1,0 +1,30 @@
+"""``provgraph rules``: list the contract rules."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from provgraph.cli import App, pass_app
+from provgraph.cli.common import out
+from provgraph.rules.model import CLAUSES
+
+
+@click.command("rules")
+@click.option("--clause", "clauses", multiple=True, type=click.Choice(CLAUSES), help="Only this clause.")
+@click.option("--remedy", is_flag=True, help="Show each rule's remedy too.")
+@pass_app
+def command(app: App, clauses: tuple[str, ...], remedy: bool) -> int:
+    """List the shipped contract rules by clause, with severity and title."""
+    from provgraph.rules import load_rules
+
+    table = Table("clause", "rule", "severity", "title", box=None)
+    if remedy:
+        table.add_column("remedy")
+    for rule in load_rules():
+        if clauses and rule.clause not in clauses:
+            continue
+        row = [rule.clause, rule.id, rule.severity, rule.title]
+        table.add_row(*([*row, rule.remedy] if remedy else row))
+    out.print(table)
+    return 0

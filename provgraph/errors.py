@@ -1,0 +1,61 @@
+"""One exception root for the whole project.
+
+Every error a user can cause derives from :class:`ProvgraphError` and carries the exit code
+the CLI returns for it; the CLI prints ``str(err)`` as one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_VIOLATIONS = 1
+EXIT_USAGE = 2
+
+
+class ProvgraphError(Exception):
+    """Root of all provgraph errors."""
+
+    exit_code: int = EXIT_USAGE
+
+
+class UsageError(ProvgraphError):
+    """The command line or the project layout is wrong (missing bundle, bad option value)."""
+
+
+class InputError(ProvgraphError):
+    """An input file cannot be read or does not have the expected shape.
+
+    The message always names the file and, when known, the line or record.
+    """
+
+    def __init__(self, path: str | Path, reason: str, line: int | None = None) -> None:
+        self.path = str(path)
+        self.line = line
+        self.reason = reason
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {reason}")
+
+
+class ContractError(InputError):
+    """The contract file (``provgraph.toml``) is invalid: unknown key, wrong type, bad value."""
+
+    def __init__(self, path: str | Path, key: str, reason: str, line: int | None = None) -> None:
+        self.key = key
+        super().__init__(path, f"{key}: {reason}" if key else reason, line)
+
+
+class ImporterError(ProvgraphError):
+    """Importer selection failed: unknown name, no match, or a tie between candidates."""
+
+
+class StoreError(ProvgraphError):
+    """The store cannot be opened, read or written."""
+
+
+class RuleError(ProvgraphError):
+    """A rule file is malformed (bad header, unknown clause or severity)."""
+
+
+class MissingExtraError(ProvgraphError):
+    """An optional program or package is needed; the message says how to install it."""

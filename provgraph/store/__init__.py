@@ -1,0 +1,54 @@
+"""Store backends behind one interface (:class:`provgraph.store.base.Store`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from provgraph.errors import UsageError
+from provgraph.store.base import Row, Rows, Store, Term
+
+__all__ = ["Row", "Rows", "Store", "Term", "open_store"]
+
+
+def open_store(location: str | Path | None) -> Store:
+    """Open a store: ``None`` or ``":memory:"`` in memory, a folder path on disk.
+
+    The store is recovered on open: graphs that no catalog entry points to (left behind by an
+    import that was killed before it switched) are removed, so readers only ever see
+    complete imports.
+    """
+    from provgraph.catalog import recover
+    from provgraph.store.oxigraph import OxigraphStore
+
+    if location is None or str(location) == ":memory:":
+        store: Store = OxigraphStore(None)
+    else:
+        text = str(location)
+        if text.startswith(("http://", "https://")):
+            raise UsageError(f"{text}: SPARQL server stores are not supported yet; use a folder path")
+        store = OxigraphStore(Path(location))
+    recover(store)
+    ensure_ontology(store)
+    return store
+
+
+def ensure_ontology(store: Store) -> None:
+    """Keep the vocabulary in its own graph, so rules and views can use class metadata."""
+    import hashlib
+    import tempfile
+
+    import pyoxigraph as ox
+
+    from provgraph import catalog
+    from provgraph.resources import ontology_path
+
+    path = ontology_path()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    slot = catalog.current(store, "ontology")
+    if slot is not None and slot.fingerprint == digest:
+        return
+    with tempfile.TemporaryDirectory(prefix="provgraph-") as tmp:
+        nt = Path(tmp) / "ontology.nt"
+        triples = ox.parse(path=str(path), format=ox.RdfFormat.TURTLE)
+        ox.serialize(triples, str(nt), format=ox.RdfFormat.N_TRIPLES)
+        catalog.replace(store, "ontology", digest, nt)

@@ -1,0 +1,86 @@
+"""The one small interface every store backend implements.
+
+Importers, rules, statistics and views only talk to a :class:`Store`. Queries see the union
+of all named graphs as their default graph; which graphs exist (and which are current) is
+managed by :mod:`provgraph.catalog` on top of these primitives, so a SPARQL 1.1 server can be
+added as another backend without touching importers or rules.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import pyoxigraph as ox
+
+Term = ox.NamedNode | ox.BlankNode | ox.Literal
+Row = dict[str, Term | None]
+
+
+class Rows(list[Row]):
+    """SELECT solutions; ``variables`` lists the projected variables even when empty."""
+
+    def __init__(self, variables: list[str], rows: list[Row]) -> None:
+        super().__init__(rows)
+        self.variables = variables
+
+
+class Store(ABC):
+    """A quad store: SPARQL over the union of named graphs, bulk loading, graph management."""
+
+    #: Human-readable location, for messages.
+    location: str = ""
+
+    @abstractmethod
+    def select(self, query: str, bindings: Mapping[str, Term] | None = None) -> Rows:
+        """Run a SPARQL SELECT; ``bindings`` pre-bind variables (never formatted into text).
+
+        Returns one dict per solution, mapping each projected variable to its term or None.
+        Raises :class:`SyntaxError` on an invalid query and :class:`StoreError` on I/O failure.
+        """
+
+    @abstractmethod
+    def ask(self, query: str, bindings: Mapping[str, Term] | None = None) -> bool:
+        """Run a SPARQL ASK."""
+
+    @abstractmethod
+    def construct(self, query: str, bindings: Mapping[str, Term] | None = None) -> Iterator[ox.Triple]:
+        """Run a SPARQL CONSTRUCT or DESCRIBE and iterate over the triples."""
+
+    @abstractmethod
+    def update(self, update: str) -> None:
+        """Run a SPARQL UPDATE request as one transaction: all of it applies or none."""
+
+    @abstractmethod
+    def bulk_load(self, ntriples: Path, graph: str) -> None:
+        """Load an N-Triples file into ``graph`` as fast as possible. Not atomic."""
+
+    @abstractmethod
+    def drop_graph(self, graph: str) -> None:
+        """Remove a named graph and all its triples (no error if it does not exist)."""
+
+    @abstractmethod
+    def named_graphs(self) -> list[str]:
+        """IRIs of all named graphs."""
+
+    @abstractmethod
+    def dump(self, out: IO[bytes], fmt: ox.RdfFormat, graph: str | None = None) -> None:
+        """Serialise the store (or one graph) to ``out``."""
+
+    @abstractmethod
+    def quad_count(self, graph: str | None = None) -> int:
+        """Number of quads in the store, or in one named graph."""
+
+    def flush(self) -> None:  # noqa: B027 - optional hook, a no-op for memory stores
+        """Make sure everything written so far is durable."""
+
+    def close(self) -> None:  # noqa: B027
+        """Flush and release the store."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,115 @@
+"""Embedded Oxigraph backend: on disk in a project folder, or in memory for tests."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO
+
+import pyoxigraph as ox
+
+from provgraph.errors import StoreError
+from provgraph.sparql import inject_values
+from provgraph.store.base import Rows, Store, Term
+
+log = logging.getLogger(__name__)
+
+
+class OxigraphStore(Store):
+    """A pyoxigraph ``Store``; ``path=None`` keeps everything in memory."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self.location = str(path) if path else "memory"
+        try:
+            if path is None:
+                self._ox = ox.Store()
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+                self._ox = ox.Store(str(path))
+        except OSError as err:
+            if "lock" in str(err).lower():
+                raise StoreError(
+                    f"{path}: the store is open in another provgraph process; wait for it "
+                    "to finish (the embedded store allows one writer at a time)"
+                ) from err
+            raise StoreError(f"{path}: cannot open the store: {err}") from err
+
+    def _query(self, query: str, bindings: Mapping[str, Term] | None) -> object:
+        try:
+            return self._ox.query(inject_values(query, bindings), use_default_graph_as_union=True)
+        except OSError as err:
+            raise StoreError(f"{self.location}: query failed: {err}") from err
+
+    def select(self, query: str, bindings: Mapping[str, Term] | None = None) -> Rows:
+        result = self._query(query, bindings)
+        if not isinstance(result, ox.QuerySolutions):
+            raise SyntaxError("expected a SELECT query")
+        names = [v.value for v in result.variables]
+        return Rows(names, [{n: sol[n] for n in names} for sol in result])
+
+    def ask(self, query: str, bindings: Mapping[str, Term] | None = None) -> bool:
+        result = self._query(query, bindings)
+        if not isinstance(result, ox.QueryBoolean):
+            raise SyntaxError("expected an ASK query")
+        return bool(result)
+
+    def construct(self, query: str, bindings: Mapping[str, Term] | None = None) -> Iterator[ox.Triple]:
+        result = self._query(query, bindings)
+        if not isinstance(result, ox.QueryTriples):
+            raise SyntaxError("expected a CONSTRUCT or DESCRIBE query")
+        return iter(result)
+
+    def update(self, update: str) -> None:
+        try:
+            self._ox.update(update)
+        except OSError as err:
+            raise StoreError(f"{self.location}: update failed: {err}") from err
+
+    def bulk_load(self, ntriples: Path, graph: str) -> None:
+        try:
+            self._ox.bulk_load(
+                path=str(ntriples),
+                format=ox.RdfFormat.N_TRIPLES,
+                to_graph=ox.NamedNode(graph),
+                lenient=True,  # every IRI was minted through terms.mint and is valid by construction
+            )
+        except OSError as err:
+            raise StoreError(f"{self.location}: bulk load into <{graph}> failed: {err}") from err
+
+    def drop_graph(self, graph: str) -> None:
+        node = ox.NamedNode(graph)
+        if self._ox.contains_named_graph(node):
+            self._ox.remove_graph(node)
+
+    def named_graphs(self) -> list[str]:
+        return [g.value for g in self._ox.named_graphs() if isinstance(g, ox.NamedNode)]
+
+    def dump(self, out: IO[bytes], fmt: ox.RdfFormat, graph: str | None = None) -> None:
+        from provgraph.vocab import PREFIXES
+
+        kwargs: dict[str, object] = {}
+        if graph is not None:
+            kwargs["from_graph"] = ox.NamedNode(graph)
+        if fmt in (ox.RdfFormat.TURTLE, ox.RdfFormat.TRIG):
+            kwargs["prefixes"] = PREFIXES
+        self._ox.dump(out, format=fmt, **kwargs)
+
+    def quad_count(self, graph: str | None = None) -> int:
+        if graph is None:
+            return len(self._ox)
+        rows = self.select(
+            "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g",
+            {"g": ox.NamedNode(graph)},
+        )
+        return int(rows[0]["n"].value) if rows else 0  # type: ignore[union-attr]
+
+    def flush(self) -> None:
+        if self.path is not None:
+            self._ox.flush()
+
+    def close(self) -> None:
+        self.flush()
+        # Dropping the last reference releases the RocksDB lock promptly.
+        self._ox = None  # type: ignore[assignment]

@@ -1,0 +1,134 @@
+"""RDF terms as plain Python values, the one IRI-minting function, and the N-Triples writer.
+
+Importers speak in three kinds of values: :class:`IRI` (a ``str`` subclass) for nodes,
+plain Python values (``str``, ``int``, ``float``, ``bool``, ``Decimal``, ``datetime``) for
+literals, and :class:`Lit` for a literal with an explicit datatype. Keeping terms as strings
+makes the writer fast enough for bulk ingest (no per-term objects from an RDF library).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from decimal import Decimal
+from typing import IO, NamedTuple
+from urllib.parse import quote
+
+XSD = "http://www.w3.org/2001/XMLSchema#"
+
+_KIND = re.compile(r"^[a-z][a-z0-9-]*$")
+# Percent-encode everything outside RFC 3986 "unreserved": no key can inject '>', quotes,
+# spaces, '/', '#', '?' or anything else that could break an IRI or a query.
+_SAFE = "-._~"
+
+
+class IRI(str):
+    """An absolute IRI. Being a ``str`` subclass lets IRIs be used wherever strings are."""
+
+    __slots__ = ()
+
+    @property
+    def n3(self) -> str:
+        """The IRI in N-Triples / SPARQL form, ``<...>``."""
+        return f"<{self}>"
+
+
+class Lit(NamedTuple):
+    """A literal with an explicit datatype IRI (use plain Python values for the common ones)."""
+
+    lexical: str
+    datatype: str
+
+
+def escape_key(key: object) -> str:
+    """Escape one scientific key component for use as an IRI path segment.
+
+    >>> escape_key("s50414267")
+    's50414267'
+    >>> escape_key("a b/c>")
+    'a%20b%2Fc%3E'
+    >>> escape_key("..")
+    '%2E%2E'
+    """
+    text = str(key)
+    if text == "":
+        raise ValueError("an IRI key component must not be empty")
+    if text in (".", ".."):
+        # Dot segments would be collapsed by IRI resolution and collide with the parent.
+        return text.replace(".", "%2E")
+    return quote(text, safe=_SAFE)
+
+
+def mint(base: str, kind: str, *keys: object) -> IRI:
+    """Mint a node IRI from scientific keys. This is the only way node IRIs are made.
+
+    ``kind`` names the node kind (``case``, ``call``, ``file``...); each key is escaped on
+    its own, so ``("a/b",)`` and ``("a", "b")`` never collide.
+
+    >>> mint("https://example.org/p/", "case", "s1", "PA")
+    'https://example.org/p/case/s1/PA'
+    """
+    if not _KIND.match(kind):
+        raise ValueError(f"node kind {kind!r} must match {_KIND.pattern}")
+    if not keys:
+        raise ValueError(f"a {kind} IRI needs at least one key")
+    return IRI(base + kind + "/" + "/".join(escape_key(k) for k in keys))
+
+
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
+
+
+def literal(value: object) -> str:
+    """Format a Python value as an N-Triples literal.
+
+    >>> literal('say "hi"')
+    '"say \\\\"hi\\\\""'
+    >>> literal(3)
+    '"3"^^<http://www.w3.org/2001/XMLSchema#integer>'
+    """
+    t = type(value)
+    if t is str:
+        return '"' + value.translate(_ESCAPES) + '"'  # type: ignore[attr-defined]
+    if t is bool:
+        return f'"{"true" if value else "false"}"^^<{XSD}boolean>'
+    if t is int:
+        return f'"{value}"^^<{XSD}integer>'
+    if t is float:
+        if value != value:  # NaN
+            lex = "NaN"
+        elif value in (float("inf"), float("-inf")):
+            lex = "INF" if value > 0 else "-INF"
+        else:
+            lex = repr(value)
+        return f'"{lex}"^^<{XSD}double>'
+    if t is Decimal:
+        return f'"{value}"^^<{XSD}decimal>'
+    if t is _dt.datetime:
+        return f'"{value.isoformat()}"^^<{XSD}dateTime>'  # type: ignore[attr-defined]
+    if t is _dt.date:
+        return f'"{value.isoformat()}"^^<{XSD}date>'  # type: ignore[attr-defined]
+    if t is Lit:
+        return '"' + value.lexical.translate(_ESCAPES) + f'"^^<{value.datatype}>'  # type: ignore[attr-defined]
+    raise TypeError(f"cannot write {t.__name__} value {value!r} as an RDF literal")
+
+
+def term(value: object) -> str:
+    """Format an IRI or a literal value in N-Triples form."""
+    if type(value) is IRI:
+        return f"<{value}>"
+    return literal(value)
+
+
+class TripleWriter:
+    """Streams triples as N-Triples text into a file object and counts them."""
+
+    def __init__(self, fh: IO[str]) -> None:
+        self._write = fh.write
+        self.count = 0
+
+    def add(self, s: IRI, p: IRI, o: object) -> None:
+        """Write one triple; ``o`` is an :class:`IRI` or a literal value. ``None`` is skipped."""
+        if o is None:
+            return
+        self._write(f"<{s}> <{p}> {term(o)} .\n")
+        self.count += 1

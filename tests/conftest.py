@@ -1,0 +1,89 @@
+"""Shared fixtures: real in-memory and on-disk Oxigraph stores, bundles written to tmp_path,
+and a CLI runner that goes through the real entry point (exit codes, stderr lines)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from provgraph.bundle import Bundle
+from provgraph.ingest import ingest_paths
+from provgraph.store import open_store
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+RULE_FIXTURES = FIXTURES / "rules"
+
+CONTRACT = """[project]
+name = "t"
+base_iri = "https://example.org/t/"
+"""
+PLAN_CONTRACT = CONTRACT + '\n[plan]\nfile = "plan.csv"\n'
+
+
+def write_bundle(root: Path, files: dict[str, str | bytes], contract: str = PLAN_CONTRACT) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "provgraph.toml").write_text(contract, encoding="utf-8")
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return root
+
+
+def copy_bundle(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".provgraph"))
+    return dst
+
+
+def ingest_bundle(root: Path, store=None):
+    """Ingest a whole bundle into ``store`` (default: a fresh in-memory store)."""
+    store = store or open_store(None)
+    bundle = Bundle.open(root)
+    results, problems = ingest_paths(store, bundle, [bundle.root])
+    return store, results, problems
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Run ``provgraph ARGS`` in-process through :func:`provgraph.cli.main`."""
+    from provgraph.cli import main
+
+    def run(*args: str, cwd: Path | None = None) -> CliResult:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def memory_store():
+    store = open_store(None)
+    yield store
+    store.close()
+
+
+def python() -> str:
+    return sys.executable

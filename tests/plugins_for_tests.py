@@ -1,0 +1,44 @@
+"""Importer plugins used only by the tests (registered by monkeypatching the registry)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from provgraph.bundle import Bundle
+from provgraph.ingest import LIKELY, NO, ImportContext, Importer, Source
+from provgraph.vocab import PG, RDF_TYPE
+
+
+class _Twin(Importer):
+    version = "1"
+    handles = "file"
+
+    def detect(self, path: Path, bundle: Bundle) -> int:
+        return LIKELY if path.suffix == ".twin" else NO
+
+    def ingest(self, source: Source, ctx: ImportContext) -> None:
+        ctx.add(ctx.iri("thing", source.rel), RDF_TYPE, PG.File)
+
+
+class TwinA(_Twin):
+    name = "twin-a"
+    description = "test importer that claims *.twin"
+
+
+class TwinB(_Twin):
+    name = "twin-b"
+    description = "second test importer that claims *.twin"
+
+
+class Crashing(Importer):
+    name = "crashing"
+    description = "raises a bug-like exception halfway"
+    handles = "file"
+
+    def detect(self, path: Path, bundle: Bundle) -> int:
+        return LIKELY if path.suffix == ".crash" else NO
+
+    def ingest(self, source: Source, ctx: ImportContext) -> None:
+        for i in range(10):
+            ctx.add(ctx.iri("thing", str(i)), RDF_TYPE, PG.File)
+        raise KeyError("boom")

@@ -1,0 +1,265 @@
+"""The import framework on a real store: detection, atomic replacement, no-op re-import,
+and bad input that is reported record by record while the good records import."""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pytest
+from conftest import PLAN_CONTRACT, ingest_bundle, write_bundle
+
+from provgraph import catalog, registry
+from provgraph.bundle import Bundle
+from provgraph.errors import ImporterError
+from provgraph.ingest import choose_importer, ingest_paths, plan_bundle
+from provgraph.store import open_store
+
+PLAN = "call_id,case,condition,replicate\nC1,s1,A,1\nC2,s1,B,1\n"
+CALLS = '{"call_id": "C1", "status": "ok", "output": "out/C1.txt"}\n'
+
+
+def quads(store) -> set[str]:
+    """All data quads except the catalog's own bookkeeping (graph names are fresh per import)."""
+    import io
+
+    import pyoxigraph as ox
+
+    buf = io.BytesIO()
+    store.dump(buf, ox.RdfFormat.N_QUADS)
+    lines = buf.getvalue().decode().splitlines()
+    return {line.rsplit(" ", 2)[0] for line in lines if "urn:provgraph:catalog" not in line}
+
+
+@pytest.fixture
+def test_plugins(monkeypatch):
+    eps = dict(registry._entry_points())
+    for name, cls in (("twin-a", "TwinA"), ("twin-b", "TwinB"), ("crashing", "Crashing")):
+        eps[name] = EntryPoint(name, f"plugins_for_tests:{cls}", registry.GROUP)
+    monkeypatch.setattr(registry, "_entry_points", lambda: eps)
+    registry.get.cache_clear()
+    yield
+    registry.get.cache_clear()
+
+
+def test_builtin_importers_are_entry_points() -> None:
+    assert {"contract", "plan", "calls", "files"} <= set(registry.names())
+    with pytest.raises(ImporterError, match="unknown importer 'nope'; available: "):
+        registry.get("nope")
+
+
+def test_bundle_plan_detects_each_source(tmp_path: Path) -> None:
+    root = write_bundle(
+        tmp_path / "b",
+        {
+            "plan.csv": PLAN,
+            "calls.jsonl": CALLS,
+            "out/C1.txt": "report",
+            "notes/readme.md": "x",
+            "loose.txt": "y",
+            ".hidden/x": "z",
+        },
+    )
+    bundle = Bundle.open(root)
+    plan, problems = plan_bundle(bundle, root)
+    assert problems == []
+    got = {bundle.relpath(p): i.name for p, i in plan}
+    assert got == {
+        "provgraph.toml": "contract",
+        "plan.csv": "plan",
+        "calls.jsonl": "calls",
+        "out": "files",
+        "notes": "files",
+        "loose.txt": "files",
+    }
+    assert bundle.relpath(plan[0][0]) == "provgraph.toml"  # the contract goes first
+
+
+def test_tie_is_an_error_listing_candidates(tmp_path: Path, test_plugins) -> None:
+    root = write_bundle(tmp_path / "b", {"x.twin": "1"})
+    bundle = Bundle.open(root)
+    with pytest.raises(
+        ImporterError, match=r"x.twin: several importers match equally well \(twin-a, twin-b\)"
+    ):
+        choose_importer(root / "x.twin", bundle)
+    assert choose_importer(root / "x.twin", bundle, "twin-b").name == "twin-b"
+    plan, problems = plan_bundle(bundle, root)
+    assert [str(p) for p in problems] == [
+        "x.twin: several importers match equally well (twin-a, twin-b); choose one in [ingest].importers"
+    ]
+    assert "x.twin" not in {bundle.relpath(p) for p, _ in plan}
+
+
+def test_contract_override_wins_over_detection(tmp_path: Path, test_plugins) -> None:
+    contract = PLAN_CONTRACT + '\n[ingest]\nimporters = { "x.twin" = "twin-a" }\n'
+    root = write_bundle(tmp_path / "b", {"x.twin": "1"}, contract)
+    bundle = Bundle.open(root)
+    plan, problems = plan_bundle(bundle, root)
+    assert problems == []
+    assert {bundle.relpath(p): i.name for p, i in plan}["x.twin"] == "twin-a"
+
+
+def test_reimport_is_a_noop_and_changed_bytes_replace(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"plan.csv": PLAN, "calls.jsonl": CALLS, "out/C1.txt": "r"})
+    store, results, _ = ingest_bundle(root)
+    assert {r.outcome for r in results} == {"imported"}
+    before = quads(store)
+    count = store.quad_count()
+    _, again, _ = ingest_bundle(root, store)
+    assert {r.outcome for r in again} == {"unchanged"}
+    assert store.quad_count() == count
+    assert quads(store) == before
+
+    (root / "plan.csv").write_text(PLAN + "C3,s2,A,1\n")
+    _, third, _ = ingest_bundle(root, store)
+    outcome = {r.rel: r.outcome for r in third}
+    assert outcome["plan.csv"] == "imported" and outcome["calls.jsonl"] == "unchanged"
+    rows = store.select(
+        "PREFIX pg: <https://w3id.org/provgraph/ns#> "
+        "SELECT ?id WHERE { ?c a pg:PlannedCall ; pg:callId ?id } ORDER BY ?id"
+    )
+    assert [r["id"].value for r in rows] == ["C1", "C2", "C3"]
+    # exactly one graph per source: the old plan graph is gone
+    assert len(store.named_graphs()) == len(catalog.slots(store)) + 1
+
+
+def test_import_activity_records_source_and_importer(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"plan.csv": PLAN})
+    store, _, _ = ingest_bundle(root)
+    rows = store.select("""PREFIX pg: <https://w3id.org/provgraph/ns#>
+        PREFIX prov: <http://www.w3.org/ns/prov#>
+        SELECT ?path ?sha ?size ?name ?version WHERE {
+          ?i a pg:Import ; prov:used ?src ; prov:wasAssociatedWith ?agent .
+          ?src pg:path ?path ; pg:sha256 ?sha ; pg:byteSize ?size .
+          ?agent pg:name ?name ; pg:version ?version . FILTER(?path = "plan.csv") }""")
+    import hashlib
+
+    (row,) = rows
+    assert row["sha"].value == hashlib.sha256(PLAN.encode()).hexdigest()
+    assert int(row["size"].value) == len(PLAN)
+    assert (row["name"].value, row["version"].value) == ("plan", "1")
+
+
+def test_bad_plan_rows_are_reported_and_good_rows_import(tmp_path: Path) -> None:
+    plan = (
+        b"call_id,case,condition,replicate\n"
+        b"C1,s1,A,1\n"
+        b"C2,s1,B,two\n"  # 3: not a number
+        b"C1,s2,A,1\n"  # 4: duplicate call id
+        b",s2,B,1\n"  # 5: empty call id
+        b"C5,s2,B\n"  # 6: short row
+        b"C6,s\xff,B,1\n"  # 7: not UTF-8
+        b"C7,s1,A,1\n"  # 8: same cell as C1
+        b"C8,s3,A,0\n"  # 9: replicate 0
+        b"C9,s3,B,1\n"
+    )
+    root = write_bundle(tmp_path / "b", {"plan.csv": plan})
+    store, results, _ = ingest_bundle(root)
+    (result,) = [r for r in results if r.rel == "plan.csv"]
+    assert result.outcome == "imported"
+    assert [(p.line, p.reason) for p in result.problems] == [
+        (3, "replicate must be a whole number, got 'two'"),
+        (4, "duplicate call_id 'C1' (first on line 2)"),
+        (5, "empty call_id"),
+        (6, "expected 4 fields, found 3"),
+        (7, "not UTF-8 text"),
+        (8, "case 's1', condition 'A', replicate 1 is planned twice (first on line 2)"),
+        (9, "replicate must be at least 1, got 0"),
+    ]
+    assert str(result.problems[0]) == "plan.csv:3: replicate must be a whole number, got 'two'"
+    rows = store.select(
+        "PREFIX pg: <https://w3id.org/provgraph/ns#> "
+        "SELECT ?id WHERE { ?c a pg:PlannedCall ; pg:callId ?id } ORDER BY ?id"
+    )
+    assert [r["id"].value for r in rows] == ["C1", "C9"]
+    # the rejections are in the graph too, and reported again on a no-op re-import
+    _, again, _ = ingest_bundle(root, store)
+    (result2,) = [r for r in again if r.rel == "plan.csv"]
+    assert result2.outcome == "unchanged"
+    assert [(p.line, p.reason) for p in result2.problems] == [(p.line, p.reason) for p in result.problems]
+
+
+def test_bad_call_records_are_reported(tmp_path: Path) -> None:
+    calls = "\n".join(
+        [
+            '{"call_id": "C1", "status": "ok", "output": "out/C1.txt"}',
+            '{"call_id": "C2", "status": "ok"',  # 2 malformed
+            '{"call_id": "C3", "status": "ok", "ouput": "x"}',  # 3 unknown key
+            '{"call_id": 4, "status": "ok"}',  # 4 wrong type
+            '{"call_id": "C5", "status": "finished"}',  # 5 unknown status
+            '{"call_id": "C6", "status": "ok", "status": "error"}',  # 6 duplicate key
+            "[1, 2]",  # 7 not an object
+            '{"call_id": "C8", "status": "ok", "started_at": "yesterday"}',  # 8 bad timestamp
+            '{"call_id": "C9", "status": "Succeeded", "x_latency_ms": 5}',
+            "",
+        ]
+    )
+    root = write_bundle(tmp_path / "b", {"calls.jsonl": calls, "plan.csv": PLAN})
+    store, results, _ = ingest_bundle(root)
+    (result,) = [r for r in results if r.rel == "calls.jsonl"]
+    reasons = {p.line: p.reason for p in result.problems}
+    assert set(reasons) == {2, 3, 4, 5, 6, 7, 8}
+    assert reasons[2].startswith("malformed JSON")
+    assert reasons[3].startswith("unknown key(s) ouput")
+    assert reasons[4] == "call_id must be str, got int"
+    assert reasons[5].startswith("unknown status 'finished'")
+    assert reasons[6] == "duplicate key 'status' in one record"
+    assert reasons[7] == "expected a JSON object, got list"
+    assert reasons[8].startswith("started_at is not an ISO 8601 timestamp")
+    rows = store.select(
+        "PREFIX pg: <https://w3id.org/provgraph/ns#> "
+        "SELECT ?id ?st ?raw WHERE { ?r a pg:CallRecord ; pg:callId ?id ; pg:status ?st "
+        "OPTIONAL { ?r pg:rawStatus ?raw } } ORDER BY ?id"
+    )
+    assert [(r["id"].value, r["st"].value, r["raw"] and r["raw"].value) for r in rows] == [
+        ("C1", "ok", None),
+        ("C9", "ok", "Succeeded"),
+    ]
+
+
+def test_missing_column_fails_the_file_and_keeps_the_old_graph(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"plan.csv": PLAN})
+    store, _, _ = ingest_bundle(root)
+    before = quads(store)
+    (root / "plan.csv").write_text("call_id,case,cond\nC1,s1,A\n")
+    bundle = Bundle.open(root)
+    results, _ = ingest_paths(store, bundle, [root / "plan.csv"], "plan")
+    (result,) = results
+    assert result.outcome == "failed"
+    assert result.error == "plan.csv:1: missing column(s) condition (header: call_id, case, cond)"
+    assert quads(store) == before
+
+
+def test_crashing_importer_leaves_no_partial_graph(tmp_path: Path, test_plugins) -> None:
+    root = write_bundle(tmp_path / "b", {"a.crash": "x"})
+    store, results, _ = ingest_bundle(root)
+    (result,) = [r for r in results if r.rel == "a.crash"]
+    assert result.outcome == "failed"
+    assert "importer 'crashing' failed: KeyError" in result.error
+    assert catalog.current(store, "crashing:a.crash") is None
+    assert not store.ask(
+        "ASK { ?s a <https://w3id.org/provgraph/ns#File> ; ?p ?o "
+        "FILTER(STRSTARTS(STR(?s), 'https://example.org/t/thing/')) }"
+    )
+
+
+def test_output_path_outside_bundle_never_matches_a_file(tmp_path: Path) -> None:
+    calls = '{"call_id": "C1", "status": "ok", "output": "../elsewhere/C1.txt"}\n'
+    root = write_bundle(tmp_path / "b", {"calls.jsonl": calls, "plan.csv": PLAN})
+    store, _, _ = ingest_bundle(root)
+    (row,) = store.select(
+        "PREFIX pg: <https://w3id.org/provgraph/ns#> SELECT ?f WHERE { ?r pg:outputFile ?f }"
+    )
+    assert row["f"].value.startswith("https://example.org/t/external/")
+
+
+def test_on_disk_store_persists(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"plan.csv": PLAN})
+    location = tmp_path / "store"
+    store = open_store(location)
+    ingest_bundle(root, store)
+    n = store.quad_count()
+    store.close()
+    reopened = open_store(location)
+    assert reopened.quad_count() == n
+    reopened.close()

@@ -1,0 +1,51 @@
+"""The ontology defines every pg: term that rules and importers use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+from conftest import REPO, RULE_FIXTURES, ingest_bundle
+
+from provgraph.resources import ontology_path
+from provgraph.rules import load_rules, record_check, run_check
+from provgraph.vocab import PG, PG_NS, RDFS_NS, defined_terms
+
+BUNDLES = sorted(
+    [p.parent for p in RULE_FIXTURES.glob("*/*/provgraph.toml")]
+    + [p.parent for p in (REPO / "examples").glob("**/provgraph.toml")]
+)
+
+
+def test_undefined_terms_are_refused() -> None:
+    assert PG.PlannedCall == PG_NS + "PlannedCall"
+    with pytest.raises(AttributeError, match="pg:PlanedCall is not defined"):
+        _ = PG.PlanedCall
+
+
+def test_every_term_has_a_label() -> None:
+    graph = ox.Store()
+    graph.load(path=str(ontology_path()), format=ox.RdfFormat.TURTLE)
+    unlabeled = [
+        t
+        for t in defined_terms()
+        if not list(graph.quads_for_pattern(ox.NamedNode(PG_NS + t), ox.NamedNode(RDFS_NS + "label"), None))
+    ]
+    assert unlabeled == []
+
+
+@pytest.mark.parametrize("root", BUNDLES, ids=lambda p: str(p.relative_to(REPO)))
+def test_importers_and_checks_only_use_defined_terms(root: Path) -> None:
+    store, _, _ = ingest_bundle(root)
+    record_check(store, run_check(store, load_rules()))
+    used = set()
+    for row in store.select(
+        "SELECT DISTINCT ?t WHERE { GRAPH ?g { { ?s ?t ?o } UNION { ?s a ?t } } "
+        "FILTER(?g != <urn:provgraph:catalog>) }"
+    ):
+        value = row["t"].value
+        if value.startswith(PG_NS):
+            used.add(value[len(PG_NS) :])
+    assert used, "nothing was imported"
+    assert used <= defined_terms(), sorted(used - defined_terms())

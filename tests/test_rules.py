@@ -1,0 +1,172 @@
+"""Every rule against its flawed and clean fixture (pySHACL-style pairs), the fail-closed
+behaviour of the runner, and meta-tests that keep rules, fixtures and ontology in step."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import RULE_FIXTURES, ingest_bundle, write_bundle
+
+from provgraph.errors import RuleError, UsageError
+from provgraph.rules import load_rules, parse_rule, run_check
+from provgraph.rules.runner import select_rules
+from provgraph.vocab import PG_NS, defined_terms
+
+RULES = load_rules()
+RULE_IDS = [r.id for r in RULES]
+
+
+def check(root: Path, rules=None):
+    store, results, problems = ingest_bundle(root)
+    assert not problems and all(not r.problems and r.outcome == "imported" for r in results), [
+        str(p) for r in results for p in r.problems
+    ] + [r.error for r in results if r.error]
+    return run_check(store, rules or RULES)
+
+
+@pytest.mark.parametrize("rule_id", RULE_IDS)
+def test_rule_fires_on_its_flawed_fixture(rule_id: str) -> None:
+    expected = json.loads((RULE_FIXTURES / rule_id / "expected.json").read_text())
+    report = check(RULE_FIXTURES / rule_id / "flawed")
+    (result,) = [r for r in report.results if r.rule.id == rule_id]
+    assert result.outcome == "violated", result.error
+    assert sorted(report.short(v.focus) for v in result.violations) == sorted(expected["flawed_focus"])
+    assert all(v.message and not v.message.startswith("?") for v in result.violations)
+    assert not report.passed
+
+
+@pytest.mark.parametrize("rule_id", RULE_IDS)
+def test_rule_is_silent_on_its_clean_twin(rule_id: str) -> None:
+    report = check(RULE_FIXTURES / rule_id / "clean")
+    (result,) = [r for r in report.results if r.rule.id == rule_id]
+    assert result.outcome == "pass", [v.message for v in result.violations] or result.error
+    # no false positives from any other rule either: the clean twin passes the whole gate
+    fired = {
+        r.rule.id: [v.message for v in r.violations]
+        for r in report.results
+        if r.outcome != "pass" and r.outcome != "skipped"
+    }
+    assert fired == {}
+    assert report.passed
+
+
+def test_every_rule_has_a_fixture_pair() -> None:
+    for rule in RULES:
+        folder = RULE_FIXTURES / rule.id
+        assert (folder / "flawed" / "provgraph.toml").is_file(), rule.id
+        assert (folder / "clean" / "provgraph.toml").is_file(), rule.id
+        assert json.loads((folder / "expected.json").read_text())["rule"] == rule.id
+    assert {p.name for p in RULE_FIXTURES.iterdir() if p.is_dir()} == set(RULE_IDS)
+
+
+def test_every_pg_term_in_rules_is_defined() -> None:
+    defined = defined_terms()
+    for rule in RULES:
+        text = rule.path.read_text()
+        used = set(re.findall(r"\bpg:([A-Za-z][\w]*)", text))
+        used |= set(re.findall(re.escape(PG_NS) + r"([A-Za-z]\w*)", text))
+        assert used <= defined, f"{rule.id} uses undefined pg: terms {sorted(used - defined)}"
+
+
+def test_rules_are_distinct_selects() -> None:
+    for rule in RULES:
+        body = re.sub(r"#[^\n]*", "", rule.query)
+        assert re.search(r"SELECT\s+DISTINCT\s+\?focus\s+\?message", body), (
+            f"{rule.id}: rules must be SELECT DISTINCT ?focus ?message (the default graph is a "
+            "union of named graphs, so a fact stated twice would otherwise count twice)"
+        )
+
+
+def test_missing_evidence_fails_closed(tmp_path: Path) -> None:
+    # A contract that declares the output clause, but no call log at all.
+    root = write_bundle(tmp_path / "b", {"plan.csv": "call_id,case,condition\nC1,s1,A\n"})
+    report = check(root)
+    outcomes = {r.rule.id: r.outcome for r in report.results}
+    assert set(outcomes.values()) == {"error"}
+    assert "missing evidence: the graph has no pg:CallRecord nodes" in report.results[0].error
+    assert not report.passed
+
+
+def test_clause_not_in_contract_is_skipped(tmp_path: Path) -> None:
+    contract = '[project]\nname = "t"\nbase_iri = "https://example.org/t/"\n'
+    root = write_bundle(tmp_path / "b", {}, contract)
+    report = check(root)
+    assert {r.outcome for r in report.results} == {"skipped"}
+    assert report.passed
+
+
+def test_broken_rule_fails_closed(tmp_path: Path) -> None:
+    folder = tmp_path / "rules" / "output"
+    folder.mkdir(parents=True)
+    (folder / "output-broken.rq").write_text(
+        "# id: output-broken\n# clause: output\n# severity: info\n# title: t\n# remedy: r\n"
+        "SELECT DISTINCT ?focus ?message WHERE { ?focus ?p }\n"
+    )
+    (folder / "output-noproj.rq").write_text(
+        "# id: output-noproj\n# clause: output\n# severity: info\n# title: t\n# remedy: r\n"
+        "SELECT DISTINCT ?s WHERE { ?s ?p ?o }\n"
+    )
+    rules = load_rules(tmp_path / "rules")
+    report = check(RULE_FIXTURES / "output-unplanned-record" / "clean", rules)
+    by_id = {r.rule.id: r for r in report.results}
+    assert by_id["output-broken"].outcome == "error"
+    assert by_id["output-broken"].error.startswith("query does not parse")
+    assert by_id["output-noproj"].outcome == "error"
+    assert "?focus and ?message" in by_id["output-noproj"].error
+    assert not report.passed  # an info rule that cannot run still closes the gate
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ("# id: x\n", "rule header lacks clause, severity, title, remedy"),
+        (
+            "# id: other\n# clause: output\n# severity: fail\n# title: t\n# remedy: r\n",
+            "must equal the file name",
+        ),
+        ("# id: x\n# clause: cohrt\n# severity: fail\n# title: t\n# remedy: r\n", "unknown clause 'cohrt'"),
+        (
+            "# id: x\n# clause: output\n# severity: fatal\n# title: t\n# remedy: r\n",
+            "unknown severity 'fatal'",
+        ),
+        (
+            "# id: x\n# clause: output\n# severity: fail\n# title: t\n# remedy: r\n# owner: me\n",
+            ":6: unknown header key 'owner'",
+        ),
+        (
+            "# id: x\n# clause: pixel\n# severity: fail\n# title: t\n# remedy: r\n",
+            "must live in queries/pixel/",
+        ),
+    ],
+)
+def test_bad_rule_headers(tmp_path: Path, header: str, message: str) -> None:
+    path = tmp_path / "output" / "x.rq"
+    path.parent.mkdir()
+    path.write_text(header + "SELECT DISTINCT ?focus ?message WHERE { ?focus ?p ?message }\n")
+    with pytest.raises(RuleError, match=re.escape(message)):
+        parse_rule(path)
+
+
+def test_header_continuation_lines() -> None:
+    rule = next(r for r in RULES if r.id == "output-ok-without-output")
+    assert rule.remedy.startswith("Treat the call as failed: re-run it, or log it with an error status.")
+    assert "(the audit's 299 instead of 297)" in rule.remedy
+    assert rule.requires == (PG_NS + "PlannedCall", PG_NS + "CallRecord")
+
+
+def test_selection_errors() -> None:
+    with pytest.raises(UsageError, match="unknown clause 'outptu'"):
+        select_rules(RULES, ["outptu"])
+    with pytest.raises(UsageError, match="unknown rule 'nope'"):
+        select_rules(RULES, rule_ids=["nope"])
+    assert [r.id for r in select_rules(RULES, rule_ids=["output-unplanned-record"])] == [
+        "output-unplanned-record"
+    ]
+
+
+def test_no_contract_in_store_is_a_usage_error(memory_store) -> None:
+    with pytest.raises(UsageError, match="no contract in the store"):
+        run_check(memory_store, RULES)
