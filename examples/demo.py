@@ -44,8 +44,11 @@ def main() -> int:
     print(f"flawed twin: gate exit {codes['flawed']} (1 = blocked, as it should be)")
     print(f"clean twin:  gate exit {codes['clean']} (0 = passes)")
     ok = codes == {"flawed": 1, "clean": 0}
-    print("demo OK: the gate blocks every planted defect and passes the repaired bundle" if ok
-          else "demo FAILED: the gate did not separate the twins")
+    print(
+        "demo OK: the gate blocks every planted defect and passes the repaired bundle"
+        if ok
+        else "demo FAILED: the gate did not separate the twins"
+    )
     return 0 if ok else 1
 
 

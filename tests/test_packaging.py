@@ -16,7 +16,8 @@ def test_wheel_install_works_outside_the_repository(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(REPO)],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     (wheel,) = dist.glob("provgraph-*.whl")
     import zipfile

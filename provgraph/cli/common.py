@@ -19,6 +19,7 @@ from rich.progress import (
 
 from provgraph.ingest import Progress as ProgressHook
 
+
 def _width(stream) -> int | None:
     # Logs and pipes get a wide table instead of rich's 80-column default.
     if stream.isatty():
