@@ -1,7 +1,9 @@
 """Canonical call records: ``calls.jsonl``, one JSON object per call attempt.
 
 Fields: ``call_id`` and ``status`` (required); ``output`` (path relative to the bundle),
-``request_id``, ``finish_reason``, ``started_at``, ``ended_at`` (optional). Keys beginning
+``request_id``, ``finish_reason``, ``started_at``, ``ended_at``, ``image`` (the model-visible
+image file, relative to the bundle) and ``image_sha256`` (its hash as taken at the request)
+(optional). Keys beginning
 with ``x_`` and a ``meta`` object are free for the benchmark's own use; any other key is an
 error, so a typo (``ouput``) cannot silently drop evidence.
 """
@@ -9,6 +11,7 @@ error, so a typo (``ouput``) cannot silently drop evidence.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,7 @@ STATUS = {
     "running": "running",
     "in_progress": "running",
 }
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 TERMINAL = {"ok", "error", "refused", "length", "canceled", "expired", "timeout"}
 
 FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -55,6 +59,8 @@ FIELDS: dict[str, type | tuple[type, ...]] = {
     "finish_reason": (str, type(None)),
     "started_at": (str, type(None)),
     "ended_at": (str, type(None)),
+    "image": (str, type(None)),
+    "image_sha256": (str, type(None)),
     "meta": (dict, type(None)),
 }
 
@@ -113,6 +119,9 @@ def check_record(value: Any) -> str | None:
         return "empty call_id"
     if value["status"].strip().lower() not in STATUS:
         return f"unknown status {value['status']!r} (known: {', '.join(sorted(set(STATUS)))})"
+    digest = value.get("image_sha256")
+    if digest is not None and not _SHA256.fullmatch(digest):
+        return f"image_sha256 must be 64 lower-case hex digits, got {digest!r}"
     for key in ("started_at", "ended_at"):
         if value.get(key):
             try:
@@ -141,6 +150,11 @@ def write_record(ctx: ImportContext, value: dict[str, Any], line: int, occurrenc
         rel = ctx.bundle_rel(output)
         # A path outside the bundle gets a node no file inventory can ever describe.
         add(node, PG.outputFile, ctx.file_iri(rel) if rel else ctx.iri("external", output))
+    image = value.get("image")
+    if image:
+        rel = ctx.bundle_rel(image)
+        add(node, PG.inputImage, ctx.file_iri(rel) if rel else ctx.iri("external", image))
+    add(node, PG.imageSha256, value.get("image_sha256"))
     add(node, PG.requestId, value.get("request_id") or None)
     add(node, PG.finishReason, value.get("finish_reason") or None)
     if value.get("started_at"):

@@ -275,3 +275,11 @@ def test_init_creates_a_bundle(cli, tmp_path: Path) -> None:
     assert "already exists" in cli("init", str(folder)).out
     assert cli("-C", str(folder), "ingest").code == 0
     assert cli("-C", str(folder), "check").code == 0
+
+
+def test_every_command_is_tested() -> None:
+    from provgraph.cli import cli as group
+
+    text = Path(__file__).read_text()
+    for name in group.commands:
+        assert f'"{name}"' in text, f"command {name!r} has no CLI test"

@@ -263,3 +263,23 @@ def test_on_disk_store_persists(tmp_path: Path) -> None:
     reopened = open_store(location)
     assert reopened.quad_count() == n
     reopened.close()
+
+
+def test_call_record_image_fields(tmp_path: Path) -> None:
+    digest = "a" * 64
+    calls = (
+        f'{{"call_id": "C1", "status": "ok", "image": "img/s1.png", "image_sha256": "{digest}"}}\n'
+        '{"call_id": "C2", "status": "ok", "image_sha256": "ABC"}\n'
+    )
+    root = write_bundle(tmp_path / "b", {"calls.jsonl": calls, "plan.csv": PLAN})
+    store, results, _ = ingest_bundle(root)
+    (result,) = [r for r in results if r.rel == "calls.jsonl"]
+    assert [(p.line, p.reason) for p in result.problems] == [
+        (2, "image_sha256 must be 64 lower-case hex digits, got 'ABC'")
+    ]
+    (row,) = store.select(
+        "PREFIX pg: <https://w3id.org/provgraph/ns#> "
+        "SELECT ?img ?sha WHERE { ?r pg:inputImage ?img ; pg:imageSha256 ?sha }"
+    )
+    assert row["img"].value == "https://example.org/t/file/img/s1.png"
+    assert row["sha"].value == digest

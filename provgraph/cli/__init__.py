@@ -104,10 +104,19 @@ def cli(
 
 
 def _register() -> None:
-    from provgraph.cli import check, export, info, ingest, init, plugins, query, rules
+    """Add every module of this package that defines ``command`` (one command per module).
 
-    for module in (init, ingest, check, query, export, info, plugins, rules):
-        cli.add_command(module.command)
+    Command modules import only click and rich at the top; heavy work is imported inside the
+    command function, so start-up stays fast.
+    """
+    import importlib
+    import pkgutil
+
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        command = getattr(module, "command", None)
+        if isinstance(command, click.Command):
+            cli.add_command(command)
 
 
 _register()
