@@ -84,7 +84,7 @@ class CallsImporter(Importer):
 
     def ingest(self, source: Source, ctx: ImportContext) -> None:
         occurrences: dict[str, int] = {}
-        for line, value, error in read_jsonl(source.path, source.rel):
+        for line, value, error in read_jsonl(source.path, source.rel, ctx.advance):
             if error:
                 ctx.problem(line, error)
                 continue

@@ -40,7 +40,7 @@ class PlanImporter(Importer):
         seen_cells: dict[tuple[str, str, int], int] = {}
         cases: set[str] = set()
         conditions: set[str] = set()
-        for line, row, error in read_csv(source.path, REQUIRED, source.rel):
+        for line, row, error in read_csv(source.path, REQUIRED, source.rel, ctx.advance):
             if error:
                 ctx.problem(line, error)
                 continue

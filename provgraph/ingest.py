@@ -84,7 +84,7 @@ class ImportResult:
 
     rel: str
     importer: str
-    outcome: Literal["imported", "unchanged", "failed"]
+    outcome: Literal["imported", "unchanged", "failed", "removed"]
     records: int = 0
     triples: int = 0
     seconds: float = 0.0
@@ -248,8 +248,27 @@ def fingerprint(bundle: Bundle, source: Source, importer: Importer) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
+IMPORT_PREFIX = "import:"
+
+
 def source_key(importer: Importer, rel: str) -> str:
-    return f"{importer.name}:{rel}"
+    """Catalog key of an import: one current graph per (importer, path)."""
+    return f"{IMPORT_PREFIX}{importer.name}:{rel}"
+
+
+def split_source_key(key: str) -> tuple[str, str] | None:
+    """(importer, path) of an import's catalog key; None for other slots (checks, ontology)."""
+    if not key.startswith(IMPORT_PREFIX):
+        return None
+    name, _, rel = key[len(IMPORT_PREFIX) :].partition(":")
+    return name, rel
+
+
+def overlaps(a: str, b: str) -> bool:
+    """Whether two bundle paths are the same or one contains the other."""
+    if a == "." or b == ".":
+        return True
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
 
 
 def choose_importer(path: Path, bundle: Bundle, explicit: str | None = None) -> Importer:
@@ -295,20 +314,25 @@ def _detect(path: Path, bundle: Bundle, minimum: int = FALLBACK) -> list[Importe
     return [i for s, i in scores if s == top]
 
 
-def plan_bundle(bundle: Bundle, start: Path) -> tuple[list[tuple[Path, Importer]], list[Problem]]:
-    """Decide which importer reads which path under ``start``.
+def plan_bundle(
+    bundle: Bundle, start: Path | None = None, overrides: dict[str, str] | None = None
+) -> tuple[list[tuple[Path, Importer]], list[Problem]]:
+    """Decide which importer reads which path under ``start`` (default: the whole bundle).
 
     A folder that an importer claims is read whole. Otherwise its files are offered one by
     one; a folder in which nothing is claimed becomes one tree source of the fallback
-    importer, and unclaimed loose files become single-file sources of it.
+    importer, and unclaimed loose files become single-file sources of it. ``overrides`` maps
+    bundle paths to importer names and wins like ``[ingest].importers``.
     """
     problems: list[Problem] = []
     fallback = registry.get("files")
+    overrides = overrides or {}
+    start = (start or bundle.root).resolve()
 
     def claim(path: Path) -> Importer | None:
         rel = bundle.relpath(path)
         try:
-            override = bundle.importer_override(rel)
+            override = overrides.get(rel) or bundle.importer_override(rel)
             if override:
                 return choose_importer(path, bundle, override)
             best = _detect(path, bundle, minimum=FALLBACK + 1)
@@ -354,10 +378,10 @@ def plan_bundle(bundle: Bundle, start: Path) -> tuple[list[tuple[Path, Importer]
                 leftovers.append(child)
         return claims, leftovers, flagged
 
-    start = start.resolve()
     if start.is_file():
         try:
-            return [(start, choose_importer(start, bundle))], problems
+            name = overrides.get(bundle.relpath(start))
+            return [(start, choose_importer(start, bundle, name))], problems
         except ImporterError as err:
             return [], [Problem(bundle.relpath(start), None, str(err).split(": ", 1)[-1])]
     first = claim(start) if start != bundle.root else None
@@ -498,22 +522,46 @@ def ingest_paths(
     progress: Progress | None = None,
     on_result: Callable[[ImportResult], None] | None = None,
 ) -> tuple[list[ImportResult], list[Problem]]:
-    """Import paths (files, folders or the whole bundle); each source is atomic on its own."""
-    plan: list[tuple[Path, Importer]] = []
-    problems: list[Problem] = []
-    for path in paths:
-        if importer_name:
-            plan.append((path.resolve(), choose_importer(path.resolve(), bundle, importer_name)))
-        else:
-            found, probs = plan_bundle(bundle, path)
-            plan += found
-            problems += probs
+    """Bring the store in line with ``paths`` (files or folders; the root means everything).
+
+    The bundle is always planned as a whole, so a path is read by the same importer and as
+    part of the same source whichever path the user names; then the planned sources that
+    overlap ``paths`` are imported (each atomically) and imports in that scope that no longer
+    correspond to a planned source (deleted files, a folder that is now read differently)
+    are removed. ``importer_name`` reads each named path with that importer.
+    """
+    targets = [bundle.relpath(p) for p in paths] or ["."]
+    overrides = {t: importer_name for t in targets} if importer_name else {}
+    if importer_name:
+        for t in targets:
+            choose_importer(bundle.resolve(t), bundle, importer_name)  # fail early on misuse
+    plan, problems = plan_bundle(bundle, None, overrides)
+    selected = [(p, i) for p, i in plan if any(overlaps(bundle.relpath(p), t) for t in targets)]
+    problems = [p for p in problems if any(overlaps(p.path, t) for t in targets)]
+    for t in targets:
+        if (
+            t != "."
+            and not any(overlaps(bundle.relpath(p), t) for p, _ in selected)
+            and not any(overlaps(p.path, t) for p in problems)
+        ):
+            problems.append(Problem(t, None, "not imported: hidden, or excluded by [ingest].exclude"))
     results = []
-    for path, importer in plan:
+    for path, importer in selected:
         result = ingest_source(store, bundle, path, importer, progress)
         results.append(result)
         if on_result:
             on_result(result)
+    planned = {source_key(i, bundle.relpath(p)) for p, i in plan}
+    for slot in catalog.slots(store):
+        parts = split_source_key(slot.key)
+        if parts is None or slot.key in planned:
+            continue
+        if any(overlaps(parts[1], t) for t in targets):
+            catalog.remove(store, slot.key)
+            result = ImportResult(parts[1], parts[0], "removed")
+            results.append(result)
+            if on_result:
+                on_result(result)
     return results, problems
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,12 +58,31 @@ def _open_text(path: Path, name: str) -> io.TextIOWrapper:
         raise InputError(name, f"cannot read: {err.strerror or err}") from err
 
 
+def _counted(lines: Iterator[str], progress: Callable[[int], None] | None) -> Iterator[str]:
+    """Pass lines through, reporting roughly how many bytes went by (every ~1 MB)."""
+    if progress is None:
+        yield from lines
+        return
+    pending = 0
+    for line in lines:
+        pending += len(line)
+        if pending >= 1 << 20:
+            progress(pending)
+            pending = 0
+        yield line
+    if pending:
+        progress(pending)
+
+
 def _undecodable(text: str) -> bool:
     return any("\udc80" <= ch <= "\udcff" for ch in text)
 
 
 def read_csv(
-    path: Path, required: tuple[str, ...], rel: str | None = None
+    path: Path,
+    required: tuple[str, ...],
+    rel: str | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[int, dict[str, str], str | None]]:
     """Yield ``(line, row, error)`` per data row; ``error`` says why a row is bad.
 
@@ -71,7 +90,7 @@ def read_csv(
     """
     name = rel or str(path)
     with _open_text(path, name) as fh:
-        reader = csv.reader(fh)
+        reader = csv.reader(_counted(fh, progress))
         try:
             header = [h.strip() for h in next(reader)]
         except StopIteration:
@@ -104,11 +123,13 @@ def read_csv(
             yield line, {h: f.strip() for h, f in zip(header, fields, strict=True)}, None
 
 
-def read_jsonl(path: Path, rel: str | None = None) -> Iterator[tuple[int, Any, str | None]]:
+def read_jsonl(
+    path: Path, rel: str | None = None, progress: Callable[[int], None] | None = None
+) -> Iterator[tuple[int, Any, str | None]]:
     """Yield ``(line, value, error)`` per non-blank line; ``error`` says why a line is bad."""
     name = rel or str(path)
     with _open_text(path, name) as fh:
-        for number, line in enumerate(fh, start=1):
+        for number, line in enumerate(_counted(fh, progress), start=1):
             if not line.strip():
                 continue
             if _undecodable(line):

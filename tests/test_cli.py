@@ -249,10 +249,10 @@ def test_info_and_importers_and_rules(cli, clean: Path) -> None:
     info = json.loads(cli("-C", str(clean), "info", "--format", "json").out)
     assert {g["source"] for g in info["graphs"]} == {
         "ontology",
-        "contract:provgraph.toml",
-        "plan:plan.csv",
-        "calls:calls.jsonl",
-        "files:outputs",
+        "import:contract:provgraph.toml",
+        "import:plan:plan.csv",
+        "import:calls:calls.jsonl",
+        "import:files:outputs",
     }
     counts = {c["class"].rsplit("#", 1)[-1]: c["count"] for c in info["classes"]}
     assert counts["PlannedCall"] == 4 and counts["CallRecord"] == 4

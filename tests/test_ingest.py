@@ -236,7 +236,7 @@ def test_crashing_importer_leaves_no_partial_graph(tmp_path: Path, test_plugins)
     (result,) = [r for r in results if r.rel == "a.crash"]
     assert result.outcome == "failed"
     assert "importer 'crashing' failed: KeyError" in result.error
-    assert catalog.current(store, "crashing:a.crash") is None
+    assert catalog.current(store, "import:crashing:a.crash") is None
     assert not store.ask(
         "ASK { ?s a <https://w3id.org/provgraph/ns#File> ; ?p ?o "
         "FILTER(STRSTARTS(STR(?s), 'https://example.org/t/thing/')) }"
@@ -283,3 +283,67 @@ def test_call_record_image_fields(tmp_path: Path) -> None:
     )
     assert row["img"].value == "https://example.org/t/file/img/s1.png"
     assert row["sha"].value == digest
+
+
+def slot_keys(store) -> set[str]:
+    return {s.key for s in catalog.slots(store)}
+
+
+def test_deleted_sources_are_removed_on_a_full_ingest(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"plan.csv": PLAN, "calls.jsonl": CALLS, "notes.txt": "x"})
+    store, _, _ = ingest_bundle(root)
+    assert "import:files:notes.txt" in slot_keys(store)
+    (root / "notes.txt").unlink()
+    _, results, _ = ingest_bundle(root, store)
+    assert [(r.rel, r.outcome) for r in results if r.outcome == "removed"] == [("notes.txt", "removed")]
+    assert "import:files:notes.txt" not in slot_keys(store)
+    assert not store.ask('ASK { ?f <https://w3id.org/provgraph/ns#path> "notes.txt" }')
+
+
+def test_a_folder_read_differently_replaces_its_old_source(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"plan.csv": PLAN, "logs/a.txt": "x"})
+    store, _, _ = ingest_bundle(root)
+    assert "import:files:logs" in slot_keys(store)
+    (root / "logs" / "calls.jsonl").write_text(CALLS)
+    _, results, _ = ingest_bundle(root, store)
+    keys = slot_keys(store)
+    assert "import:files:logs" not in keys
+    assert {"import:calls:logs/calls.jsonl", "import:files:logs/a.txt"} <= keys
+    assert ("logs", "removed") in [(r.rel, r.outcome) for r in results]
+    # a.txt is described by exactly one graph
+    rows = store.select(
+        'SELECT ?g WHERE { GRAPH ?g { ?f <https://w3id.org/provgraph/ns#path> "logs/a.txt" } }'
+    )
+    assert len(rows) == 1
+
+
+def test_partial_ingest_uses_the_whole_bundle_plan(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"plan.csv": PLAN, "out/C1.txt": "a", "out/C2.txt": "b"})
+    store = open_store(None)
+    bundle = Bundle.open(root)
+    results, problems = ingest_paths(store, bundle, [root / "out" / "C1.txt"])
+    assert problems == []
+    # the file is part of the folder's source, so the folder is what gets (re)imported
+    assert [(r.rel, r.importer) for r in results] == [("out", "files")]
+    (root / "skip").mkdir()
+    (root / "skip" / "x.txt").write_text("x")
+    contract = (root / "provgraph.toml").read_text() + '\n[ingest]\nexclude = ["skip"]\n'
+    (root / "provgraph.toml").write_text(contract)
+    bundle = Bundle.open(root)
+    results, problems = ingest_paths(store, bundle, [root / "skip" / "x.txt"])
+    assert results == []
+    assert [str(p) for p in problems] == ["skip/x.txt: not imported: hidden, or excluded by [ingest].exclude"]
+
+
+def test_explicit_importer_for_one_path(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"plan.csv": PLAN})
+    store, _, _ = ingest_bundle(root)
+    bundle = Bundle.open(root)
+    results, _ = ingest_paths(store, bundle, [root / "plan.csv"], "files")
+    assert [(r.rel, r.importer, r.outcome) for r in results] == [
+        ("plan.csv", "files", "imported"),
+        ("plan.csv", "plan", "removed"),
+    ]
+    assert "import:plan:plan.csv" not in slot_keys(store)
+    with pytest.raises(ImporterError, match="does not read a folder"):
+        ingest_paths(store, bundle, [root], "plan")

@@ -30,7 +30,7 @@ def command(app: App, paths: tuple[Path, ...], importer_name: str | None, dry_ru
     the previous graph as it was. Bad records are listed (file:line: reason) and skipped; the
     rest still import. Exit status 2 when any record or file was rejected.
     """
-    from provgraph.ingest import choose_importer, ingest_paths, plan_bundle
+    from provgraph.ingest import ingest_paths, overlaps, plan_bundle
 
     bundle = app.bundle(paths[0] if paths and app.bundle_dir is None else None)
     targets = [p.resolve() for p in paths] or [bundle.root]
@@ -38,15 +38,15 @@ def command(app: App, paths: tuple[Path, ...], importer_name: str | None, dry_ru
         bundle.relpath(t)  # error early when a path lies outside the bundle
     if dry_run:
         table = Table("path", "importer", box=None)
-        for t in targets:
-            if importer_name:
-                table.add_row(bundle.relpath(t), choose_importer(t, bundle, importer_name).name)
-                continue
-            plan, problems = plan_bundle(bundle, t)
-            for path, importer in plan:
+        rels = [bundle.relpath(t) for t in targets]
+        overrides = {r: importer_name for r in rels} if importer_name else {}
+        plan, problems = plan_bundle(bundle, None, overrides)
+        for path, importer in plan:
+            if any(overlaps(bundle.relpath(path), r) for r in rels):
                 table.add_row(bundle.relpath(path), importer.name)
-            for p in problems:
-                err.print(f"provgraph: {p}")
+        for p in problems:
+            if any(overlaps(p.path, r) for r in rels):
+                err.print(f"provgraph: {p}", markup=False)
         out.print(table)
         return EXIT_OK
 
@@ -80,16 +80,25 @@ def command(app: App, paths: tuple[Path, ...], importer_name: str | None, dry_ru
     if app.verbosity >= 0:
         out.print(table)
     failed = [r for r in results if r.outcome == "failed"]
+    for r in results:
+        if r.outcome == "removed":
+            err.print(
+                f"provgraph: removed {r.rel} ({r.importer}): no longer a source of the bundle", markup=False
+            )
     for r in failed:
         err.print(f"provgraph: error: {r.error}", markup=False)
     for p in bad:
         err.print(f"provgraph: rejected: {p}", markup=False)
     store.flush()
     if app.verbosity >= 0:
-        counts = {o: sum(1 for r in results if r.outcome == o) for o in ("imported", "unchanged", "failed")}
+        counts = {
+            o: sum(1 for r in results if r.outcome == o)
+            for o in ("imported", "unchanged", "failed", "removed")
+        }
+        removed = f", {counts['removed']} removed" if counts["removed"] else ""
         out.print(
             f"{counts['imported']} imported, {counts['unchanged']} unchanged, "
-            f"{counts['failed']} failed; {len(bad)} records rejected; "
+            f"{counts['failed']} failed{removed}; {len(bad)} records rejected; "
             f"store holds {store.quad_count()} quads"
         )
     return EXIT_USAGE if failed or bad else EXIT_OK
