@@ -6,6 +6,14 @@ image file, relative to the bundle) and ``image_sha256`` (its hash as taken at t
 (optional). Keys beginning
 with ``x_`` and a ``meta`` object are free for the benchmark's own use; any other key is an
 error, so a typo (``ouput``) cannot silently drop evidence.
+
+Call identity (optional, written by :mod:`provgraph.record`): ``requested_model`` and
+``resolved_model`` (what the request named, what the response reports); ``prompt``
+(``{"system": ..., "user": ...}`` text) or ``prompt_sha256`` (see :mod:`provgraph.llm`) with
+``prompt_source``, where it was captured: ``request`` (the bytes sent), ``constant``,
+``config``, ``summary`` or ``unknown`` (the default); ``request_sha256``; ``decoding``
+(``{"temperature": 0, "max_tokens": 512, ...}``); ``output_sha256`` and ``output_bytes`` (the
+response text's hash and size) and ``error`` (the provider's message for a failed call).
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from typing import Any
 
 from provgraph.bundle import Bundle
 from provgraph.ingest import LIKELY, NO, ImportContext, Importer, Source
+from provgraph.llm import CAPTURE_POINTS, Identity, Prompt, prompt_sha256, write_identity
 from provgraph.readers import first_json_object, read_jsonl
 from provgraph.vocab import PG, RDF_TYPE
 
@@ -42,6 +51,8 @@ STATUS = {
     "expired": "expired",
     "timeout": "timeout",
     "timed_out": "timeout",
+    "parse_error": "parse_error",
+    "unparsable": "parse_error",
     "pending": "pending",
     "queued": "pending",
     "submitted": "pending",
@@ -49,7 +60,7 @@ STATUS = {
     "in_progress": "running",
 }
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-TERMINAL = {"ok", "error", "refused", "length", "canceled", "expired", "timeout"}
+TERMINAL = {"ok", "error", "refused", "length", "canceled", "expired", "timeout", "parse_error"}
 
 FIELDS: dict[str, type | tuple[type, ...]] = {
     "call_id": str,
@@ -62,7 +73,18 @@ FIELDS: dict[str, type | tuple[type, ...]] = {
     "image": (str, type(None)),
     "image_sha256": (str, type(None)),
     "meta": (dict, type(None)),
+    "requested_model": (str, type(None)),
+    "resolved_model": (str, type(None)),
+    "prompt": (dict, type(None)),
+    "prompt_sha256": (str, type(None)),
+    "prompt_source": (str, type(None)),
+    "request_sha256": (str, type(None)),
+    "decoding": (dict, type(None)),
+    "output_sha256": (str, type(None)),
+    "output_bytes": (int, type(None)),
+    "error": (str, type(None)),
 }
+_PROMPT_KEYS = ("system", "user")
 
 
 def parse_time(text: str) -> dt.datetime:
@@ -72,7 +94,7 @@ def parse_time(text: str) -> dt.datetime:
 
 class CallsImporter(Importer):
     name = "calls"
-    version = "1"
+    version = "2"
     description = "canonical call records JSONL (call_id, status, output, request_id, ...)"
     handles = "file"
 
@@ -119,9 +141,13 @@ def check_record(value: Any) -> str | None:
         return "empty call_id"
     if value["status"].strip().lower() not in STATUS:
         return f"unknown status {value['status']!r} (known: {', '.join(sorted(set(STATUS)))})"
-    digest = value.get("image_sha256")
-    if digest is not None and not _SHA256.fullmatch(digest):
-        return f"image_sha256 must be 64 lower-case hex digits, got {digest!r}"
+    for key in ("image_sha256", "prompt_sha256", "request_sha256", "output_sha256"):
+        digest = value.get(key)
+        if digest is not None and not _SHA256.fullmatch(digest):
+            return f"{key} must be 64 lower-case hex digits, got {digest!r}"
+    reason = check_identity(value)
+    if reason:
+        return reason
     for key in ("started_at", "ended_at"):
         if value.get(key):
             try:
@@ -129,6 +155,50 @@ def check_record(value: Any) -> str | None:
             except ValueError:
                 return f"{key} is not an ISO 8601 timestamp: {value[key]!r}"
     return None
+
+
+def check_identity(value: dict[str, Any]) -> str | None:
+    """Why the call-identity fields of a record are unusable, or None."""
+    prompt = value.get("prompt")
+    if prompt is not None:
+        extra = sorted(k for k in prompt if k not in _PROMPT_KEYS)
+        if extra:
+            return f"prompt has unknown key(s) {', '.join(extra)} (allowed: system, user)"
+        for key in _PROMPT_KEYS:
+            if not isinstance(prompt.get(key), (str, type(None))):
+                return f"prompt.{key} must be str or null, got {type(prompt[key]).__name__}"
+        given = value.get("prompt_sha256")
+        if given and given != prompt_sha256(prompt.get("system"), prompt.get("user")):
+            return "prompt_sha256 does not match the prompt text recorded with it"
+    source = value.get("prompt_source")
+    if source is not None and source not in CAPTURE_POINTS:
+        return f"prompt_source must be one of {', '.join(CAPTURE_POINTS)}, got {source!r}"
+    if source is not None and prompt is None and not value.get("prompt_sha256"):
+        return "prompt_source given without prompt or prompt_sha256"
+    size = value.get("output_bytes")
+    if size is not None and size < 0:
+        return f"output_bytes must not be negative, got {size}"
+    decoding = value.get("decoding") or {}
+    for key, setting in decoding.items():
+        if not isinstance(setting, (str, int, float, bool, type(None))):
+            return f"decoding.{key} must be a number, string, boolean or null"
+    return None
+
+
+def identity_of(value: dict[str, Any]) -> Identity:
+    prompt = value.get("prompt")
+    return Identity(
+        requested_model=value.get("requested_model") or None,
+        resolved_model=value.get("resolved_model") or None,
+        prompt=Prompt(prompt.get("system"), prompt.get("user")) if prompt is not None else None,
+        prompt_sha256=value.get("prompt_sha256"),
+        capture=value.get("prompt_source"),
+        request_sha256=value.get("request_sha256"),
+        decoding=value.get("decoding") or None,
+        output_sha256=value.get("output_sha256"),
+        output_bytes=value.get("output_bytes"),
+        error=value.get("error") or None,
+    )
 
 
 def write_record(ctx: ImportContext, value: dict[str, Any], line: int, occurrence: int) -> None:
@@ -161,5 +231,6 @@ def write_record(ctx: ImportContext, value: dict[str, Any], line: int, occurrenc
         add(node, PG.startedAt, parse_time(value["started_at"]))
     if value.get("ended_at"):
         add(node, PG.endedAt, parse_time(value["ended_at"]))
+    write_identity(ctx, node, identity_of(value))
     add(node, PG.sourceFile, ctx.source_iri)
     add(node, PG.sourceLine, line)

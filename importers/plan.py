@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from provgraph.bundle import Bundle
+from provgraph.contract.sections.plan import plan_file
 from provgraph.ingest import CERTAIN, LIKELY, NO, ImportContext, Importer, Source
 from provgraph.readers import csv_header, read_csv
 from provgraph.vocab import PG, RDF_TYPE
@@ -28,8 +29,7 @@ class PlanImporter(Importer):
         header = csv_header(path)
         if not all(c in header for c in REQUIRED):
             return NO
-        plan = bundle.contract.section("plan")
-        if plan and bundle.relpath(path) == plan["file"]:
+        if bundle.relpath(path) == plan_file(bundle.contract.section("plan")):
             return CERTAIN
         return LIKELY
 

@@ -85,6 +85,7 @@ def load_contract(path: Path) -> Contract:
         reason = str(err).split(" (at ")[0]
         raise ContractError(path, "", f"invalid TOML: {reason}", line) from err
     validate(data, path, text)
+    cross_check(data, path, text)
     completed = apply_defaults(data, contract_schema())
     return Contract(path, completed, hashlib.sha256(raw).hexdigest(), text)
 
@@ -103,6 +104,15 @@ def validate(data: dict[str, Any], path: Path, text: str = "") -> None:
         rest = "\n".join(str(p) for p in problems[1:])
         raise ContractError(path, first.key, f"{first.reason}\n{rest}", first.line)
     raise first
+
+
+def cross_check(data: dict[str, Any], path: Path, text: str = "") -> None:
+    """Run each section's optional ``check(section, data)`` (references between sections)."""
+    modules = section_modules()
+    for name, section in data.items():
+        checker = getattr(modules[name], "check", None)
+        for keys, reason in checker(section, data) if checker else ():
+            raise ContractError(path, _dotted(keys), reason, _line_of(text, keys))
 
 
 def _describe(err: Any, path: Path, text: str) -> ContractError:
