@@ -61,10 +61,25 @@ LINEAGE_ROOTS = tuple(
 EVIDENCE = (PG_NS + "Statistic", PG_NS + "RegistryValue", PG_NS + "Build")
 NUMBER_CLASSES = (PG_NS + "Claim", PG_NS + "ReportedValue")
 _BATCH = 400
-_INFO = (
-    "label path text name statName value n key callId memberPath commitId registryStatus "
-    "cohortRule testVariant sourceLine relation command"
-).split()
+_INFO = [
+    "label",
+    "path",
+    "text",
+    "name",
+    "statName",
+    "value",
+    "n",
+    "key",
+    "callId",
+    "memberPath",
+    "commitId",
+    "registryStatus",
+    "cohortRule",
+    "testVariant",
+    "sourceLine",
+    "relation",
+    "command",
+]
 
 
 @dataclass

@@ -169,9 +169,16 @@ class _Budget:
                 name,
             )
 
+    def _guard(self, name: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """The member's bytes, with decoding failures turned into :class:`ArchiveError`."""
+        try:
+            yield from chunks
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError) as err:
+            raise ArchiveError(self.archive, f"corrupt member data: {err}", name) from err
+
     def stream(self, name: str, chunks: Iterator[bytes], declared: int, whole_ratio: bool) -> Iterator[bytes]:
         seen = 0
-        for chunk in chunks:
+        for chunk in self._guard(name, chunks):
             seen += len(chunk)
             self.total += len(chunk)
             if seen > declared:

@@ -24,10 +24,29 @@ from typing import Any
 WORDS = {
     w: i
     for i, w in enumerate(
-        (
-            "zero one two three four five six seven eight nine ten eleven twelve thirteen "
-            "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
-        ).split()
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
     )
 }
 
@@ -49,7 +68,7 @@ _NAME_BEFORE = re.compile(r"([A-Za-z][\w'\-]*(?:\^\{?\d\}?)?)\s*(=|<=|>=|≤|≥
 _AFTER_PERCENT_FRACTION = re.compile(r"^\s*\(\s*(\d+)\s?/\s?(\d+)\s*\)")
 _AFTER_PERCENT_OF = re.compile(r"^\s*of\s+(?:the\s+|all\s+)?(\d+)(?![\d.,/%])")
 _AFTER_PERCENT_N = re.compile(r"^\s*\(\s*[nN]\s*=\s*(\d+)\s*\)")
-_BEFORE_PERCENT_FRACTION = re.compile(r"(\d+)\s?/\s?(\d+)\s*\(\s*$")
+_BEFORE_PERCENT_FRACTION = re.compile(r"(\d+)\s?/\s?(\d+)(?:\s+[A-Za-z][\w-]*){0,2}\s*\(\s*$")
 _RELATIONS = {"<=": "<=", ">=": ">=", "≤": "<=", "≥": ">=", "<": "<", ">": ">", "=": "=", "≈": "=", ":": "="}
 
 
