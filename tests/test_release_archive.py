@@ -102,7 +102,7 @@ def test_links_inside_the_tree_are_kept_and_links_leaving_it_rejected(tmp_path: 
         with pytest.raises(ArchiveError, match="leaves the archive tree"):
             members(path)
     z = make_zip(tmp_path / "l.zip", {"l": b"../../etc/passwd"}, {"l": stat.S_IFLNK | 0o777})
-    with pytest.raises(ArchiveError, match="link to '../../etc/passwd' leaves the archive tree"):
+    with pytest.raises(ArchiveError, match=r"link to '../../etc/passwd' leaves the archive tree"):
         members(z)
 
 
@@ -118,7 +118,7 @@ def test_special_files_and_duplicates_are_rejected(tmp_path: Path) -> None:
 def test_decompression_bombs_are_stopped(tmp_path: Path) -> None:
     zeros = b"\0" * (4 << 20)
     z = make_zip(tmp_path / "bomb.zip", {"zeros.bin": zeros})
-    with pytest.raises(ArchiveError, match="compression ratio .* exceeds the limit 200:1"):
+    with pytest.raises(ArchiveError, match=r"compression ratio .* exceeds the limit 200:1"):
         members(z)
     with pytest.raises(ArchiveError, match="more than the 1000-byte member limit"):
         members(z, Limits(max_member_bytes=1000, max_ratio=1e9))
@@ -141,17 +141,17 @@ def test_a_header_that_lies_about_its_size_is_caught(tmp_path: Path) -> None:
     cd = raw.rindex(b"PK\x01\x02")
     raw[cd + 24 : cd + 28] = (10).to_bytes(4, "little")
     path.write_bytes(bytes(raw))
-    with pytest.raises(ArchiveError, match="member 'a.txt': corrupt member data: Bad CRC-32"):
+    with pytest.raises(ArchiveError, match=r"member 'a.txt': corrupt member data: Bad CRC-32"):
         members(path)
 
 
 def test_not_an_archive_and_corrupt_archive(tmp_path: Path) -> None:
     (tmp_path / "x.zip").write_bytes(b"hello")
-    with pytest.raises(ArchiveError, match="not a zip, tar or tar.gz archive"):
+    with pytest.raises(ArchiveError, match=r"not a zip, tar or tar.gz archive"):
         members(tmp_path / "x.zip")
     good = make_zip(tmp_path / "c.zip", {"a.txt": b"x" * 100})
     good.write_bytes(good.read_bytes()[:-30])
-    with pytest.raises(ArchiveError, match="corrupt archive|cannot read"):
+    with pytest.raises(ArchiveError, match=r"corrupt archive|cannot read"):
         members(good)
 
 
@@ -210,7 +210,8 @@ def test_archive_importer_reads_members_manifest_and_claims(tmp_path: Path) -> N
     )
     assert [r["p"].value for r in rows] == ["old.zip!/README.md", "old.zip!/SHA256SUMS", "old.zip!/data.csv"]
     claims = store.select(
-        "PREFIX pg: <https://w3id.org/provgraph/ns#> SELECT ?t ?path ?line WHERE { ?c a pg:Claim ; pg:text ?t ; "
+        "PREFIX pg: <https://w3id.org/provgraph/ns#> SELECT ?t ?path ?line WHERE { ?c a pg:Claim ; "
+        "pg:text ?t ; "
         "pg:sourceFile/pg:path ?path ; pg:sourceLine ?line }"
     )
     assert [(r["t"].value, r["path"].value, r["line"].value) for r in claims] == [
@@ -252,6 +253,7 @@ def test_standalone_manifest_is_closed_over_its_folder(tmp_path: Path) -> None:
     report = run_check(store, load_rules())
     (mismatch,) = [r for r in report.results if r.rule.id == "release-manifest-mismatch"]
     assert sorted(v.message for v in mismatch.violations) == [
-        "rel/b.txt sits beside rel/SHA256SUMS but is not listed in it (the manifest is closed over its folder)",
+        "rel/b.txt sits beside rel/SHA256SUMS but is not listed in it "
+        "(the manifest is closed over its folder)",
         "rel/gone.txt is listed in rel/SHA256SUMS but missing",
     ]
