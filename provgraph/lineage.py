@@ -211,14 +211,15 @@ def resolve(store: Store, target: str, base: str | None = None) -> list[str]:
         found += _on_line(store, match.group(1), int(match.group(2)))
     if not found and base and _exists(store, base + target):
         found.append(base + target)
-    if not found:
-        found += [
-            r["n"].value
-            for r in store.select(
-                f"SELECT DISTINCT ?n WHERE {{ ?n <{PG_NS}path> ?p ; a ?c }} ORDER BY ?n",
-                {"p": ox.Literal(target)},
-            )
-        ]
+    if not found:  # a bundle path: the file itself (build records and manifests also name it)
+        rows = store.select(
+            f"""SELECT DISTINCT ?n ?k WHERE {{ ?n <{PG_NS}path> ?p ; a ?c .
+                  OPTIONAL {{ ?c <{RDFS_NS}subClassOf>* ?file FILTER(?file = <{PG_NS}File>) }}
+                  BIND(IF(BOUND(?file), 0, 1) AS ?k) }} ORDER BY ?k ?n""",
+            {"p": ox.Literal(target)},
+        )
+        files = [r["n"].value for r in rows if r["k"].value == "0"]  # type: ignore[union-attr]
+        found += files or [r["n"].value for r in rows]  # type: ignore[union-attr]
     return list(dict.fromkeys(found))
 
 
@@ -252,9 +253,12 @@ def _numbers(store: Store, text: str) -> list[str]:
     )
     others = store.select(
         pg + "SELECT DISTINCT ?n ?k WHERE { "
-        "{ ?n a pg:ReportedValue ; pg:value ?v . BIND(1 AS ?k) FILTER(?v = ?x) } UNION "
-        "{ ?n a pg:RegistryValue ; pg:text ?t . BIND(2 AS ?k) } UNION "
-        "{ ?n a pg:Statistic ; pg:value ?v . BIND(3 AS ?k) FILTER(ABS(?v - ?x) <= ?h) } } ORDER BY ?k ?n",
+        "{ ?n a pg:ReportedValue ; pg:value ?v . BIND(1 AS ?k) } UNION "
+        "{ ?n a pg:RegistryValue ; pg:text ?tt . BIND(2 AS ?k) } UNION "
+        "{ ?n a pg:Statistic ; pg:value ?v . BIND(3 AS ?k) } "
+        # outside the UNION: filters inside a branch would not see the bound ?x, ?h and ?t
+        "FILTER((?k = 1 && ?v = ?x) || (?k = 2 && ?tt = ?t) || (?k = 3 && ABS(?v - ?x) <= ?h)) } "
+        "ORDER BY ?k ?n",
         {
             "x": ox.Literal(str(value), datatype=ox.NamedNode(RDF_XSD_DECIMAL)),
             "h": ox.Literal(str(half), datatype=ox.NamedNode(RDF_XSD_DECIMAL)),

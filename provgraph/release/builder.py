@@ -14,6 +14,7 @@ sits beside the archive, the archive's bytes against it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import tempfile
@@ -137,8 +138,9 @@ def write_zip(dest: Path, files: list[tuple[str, Path]], epoch: tuple[int, int, 
                     continue
                 info.file_size = source.stat().st_size
                 # zf.open has no level argument: it reads the level from the ZipInfo.
-                info._compresslevel = 9  # type: ignore[attr-defined]  # Python < 3.13
-                info.compress_level = 9  # type: ignore[attr-defined]  # Python >= 3.13
+                for attr in ("compress_level", "_compresslevel"):  # Python >= 3.13, older
+                    with contextlib.suppress(AttributeError):
+                        setattr(info, attr, 9)
                 with (
                     source.open("rb") as src,
                     zf.open(info, "w", force_zip64=info.file_size >= 1 << 31) as out,
