@@ -80,7 +80,10 @@ def test_dvc_lock_stages_become_builds_and_md5_is_checked(tmp_path: Path) -> Non
 
 
 def test_dvc_lock_md5_mismatch_and_directory_hash(tmp_path: Path) -> None:
-    extra = "  prep:\n    cmd: python prep.py\n    deps:\n    - path: raw\n      md5: abc.dir\n    outs:\n    - path: t.csv\n"
+    extra = (
+        "  prep:\n    cmd: python prep.py\n    deps:\n    - path: raw\n      md5: abc.dir\n"
+        "    outs:\n    - path: t.csv\n"
+    )
     files = {"data.csv": "a,b\n", "plot.py": "print()\n", "fig.png": "PNG", "raw/x": "1", "t.csv": "t"}
     files["dvc.lock"] = dvc_lock("0" * 32, extra)
     store, _, _ = ingest_bundle(write_bundle(tmp_path / "b", files, RELEASE))
