@@ -110,7 +110,8 @@ def main() -> int:
         t = Path(tmp)
         claims, files, count = bench_ingest(t, args.texts, args.lines)
         print(
-            f"ingest {args.texts} texts x {args.lines} lines ({count} claims): texts importer {claims:.2f} s, "
+            f"ingest {args.texts} texts x {args.lines} lines ({count} claims): "
+            f"texts importer {claims:.2f} s, "
             f"files importer {files:.2f} s, ratio {claims / files:.1f}x ({count / claims:,.0f} claims/s)"
         )
         ours, base, nodes = bench_lineage(t)
