@@ -357,7 +357,8 @@ def _inferred_statistics(store: Store, batch: list[str]) -> list[tuple[str, str,
 
 def _class_info(store: Store) -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
     rows = store.select(
-        f"""SELECT ?c ?label ?state ?super WHERE {{ ?c a <http://www.w3.org/2002/07/owl#Class> .
+        f"""SELECT ?c ?label ?state ?super WHERE {{
+              {{ ?c a <http://www.w3.org/2002/07/owl#Class> }} UNION {{ ?c <{RDFS_NS}subClassOf> ?any }}
               OPTIONAL {{ ?c <{RDFS_NS}label> ?label }}
               OPTIONAL {{ ?c <{PG_NS}state> ?s . ?s <{RDFS_NS}label> ?state }}
               OPTIONAL {{ ?c <{RDFS_NS}subClassOf> ?super }} }}"""
@@ -418,7 +419,11 @@ def _describe(store: Store, order: list[str]) -> dict[str, Node]:
     nodes: dict[str, Node] = {}
     for iri in order:
         facts = info[iri]
-        types = sorted(set(facts.get("type", [])), key=lambda c: -_depth(c, supers))
+        # most specific class first; between equally deep ones, one that declares its own state
+        types = sorted(
+            set(facts.get("type", [])),
+            key=lambda c: (-_depth(c, supers), c not in states, labels.get(c, c)),
+        )
         state = next((s for c in types if (s := _state(c, states, supers))), None)
         path = (facts.get("sourcePath") or facts.get("path") or [None])[0]
         line = int(facts["sourceLine"][0]) if facts.get("sourceLine") else None

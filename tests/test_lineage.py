@@ -191,7 +191,7 @@ def test_superseded_value_in_a_released_zip(tmp_path: Path) -> None:
     assert lineage.status == "withdrawn"
     labels = [n.label for n in lineage.nodes.values()]
     assert "registry value cochran_q = 154.73 (superseded)" in labels
-    assert "source file archive/cxr-audit-1.0.zip" in labels
+    assert "archive archive/cxr-audit-1.0.zip" in labels
 
 
 def test_renders_json_and_dot(clean) -> None:

@@ -66,7 +66,10 @@ def test_acceptance_flawed_bundle(cli, flawed: Path) -> None:
     assert stale_value.code == 0
     assert "claim Q = 154.73  [archive/cxr-audit-1.0.zip!/README.md:3]" in stale_value.out
     assert "registry value: registry value cochran_q = 154.73 (superseded)" in stale_value.out
-    assert "extracted from: source file archive/cxr-audit-1.0.zip" in stale_value.out
+    assert (
+        "extracted from: archive archive/cxr-audit-1.0.zip  [archive/cxr-audit-1.0.zip]  <released>"
+        in stale_value.out
+    )
     assert "status: withdrawn" in stale_value.out
 
     renamed = cli("-C", str(flawed), "lineage", "README.md:5")
