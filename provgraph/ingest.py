@@ -129,6 +129,14 @@ class Importer:
         """Read ``source`` and emit triples through ``ctx``."""
         raise NotImplementedError
 
+    def state_key(self, source: Source) -> str | None:
+        """Extra state that makes a re-import necessary although the source's files are unchanged.
+
+        Most importers return None. A git repository's history lives in its hidden ``.git``
+        folder, which the source digest does not cover, so the git importer returns its refs.
+        """
+        return None
+
     def accepts(self, path: Path) -> bool:
         if self.handles == "any":
             return True
@@ -245,6 +253,9 @@ def fingerprint(bundle: Bundle, source: Source, importer: Importer) -> str:
         "base_iri": bundle.contract.base_iri,
         "sections": sections,
     }
+    extra = importer.state_key(source)
+    if extra is not None:
+        key["state"] = extra
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 

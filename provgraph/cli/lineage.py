@@ -1,0 +1,77 @@
+"""``provgraph lineage``: where a published number comes from, and whether it can stand."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from provgraph.cli import App, pass_app
+from provgraph.cli.common import out
+from provgraph.errors import EXIT_OK, EXIT_VIOLATIONS
+
+
+@click.command("lineage")
+@click.argument("target")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["tree", "json", "dot"]),
+    default="tree",
+    show_default=True,
+    help="tree (text), json (nodes, edges, violations, status) or dot (Graphviz).",
+)
+@click.option(
+    "--no-check",
+    is_flag=True,
+    help="Use the violations of the last recorded check instead of running the check first.",
+)
+@click.option(
+    "--max-nodes",
+    type=click.IntRange(min=1),
+    default=5000,
+    show_default=True,
+    help="Stop tracing after this many nodes (the status is then at least unverifiable).",
+)
+@pass_app
+def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int) -> int:
+    """Trace TARGET back to its source files and give its claim status.
+
+    TARGET is a number as written (182.29, 26/45, 17%), FILE:LINE (README.md:12, or
+    dist/x.zip!/README.md:3 inside an archive), a bundle path, or a node IRI (absolute or
+    relative to the project's base IRI). Every node shows the violations recorded on it; the
+    status (retained, restricted, unverifiable, withdrawn) is the strongest limitation found
+    upstream. Several matches are all listed; exit 1 when nothing matches.
+
+    The contract rules are run (and recorded) first, so the violations are current; use
+    --no-check to read the last recorded check instead.
+    """
+    from provgraph.cli.info import base_iri
+    from provgraph.lineage import render_dot, render_tree, resolve, trace
+
+    store = app.open_store()
+    if not no_check:
+        from provgraph.rules import load_rules, record_check, run_check
+
+        record_check(store, run_check(store, load_rules()))
+    base = base_iri(store)
+    matches = resolve(store, target, base)
+    if not matches:
+        click.echo(f"{target}: matches no node, claim, reported value or statistic in the store")
+        return EXIT_VIOLATIONS
+    lineages = [trace(store, iri, max_nodes) for iri in matches]
+    if fmt == "json":
+        click.echo(json.dumps({"target": target, "matches": [lin.to_dict() for lin in lineages]}, indent=2))
+    elif fmt == "dot":
+        click.echo("".join(render_dot(lin, base) for lin in lineages), nl=False)
+    else:
+        if len(lineages) > 1:
+            out.print(f"{target} matches {len(lineages)} nodes:", markup=False)
+            for lin in lineages:
+                node = lin.nodes[lin.root]
+                loc = f" [{node.location}]" if node.location else ""
+                out.print(f"  {lin.status:<12} {node.label}{loc}", markup=False, highlight=False)
+            out.print("")
+        for lin in lineages:
+            click.echo(render_tree(lin, base))
+    return EXIT_OK

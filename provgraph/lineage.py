@@ -1,0 +1,654 @@
+"""Lineage of any node, number or line, and the status of the claim it supports.
+
+Two calls make the stable API (used by the CLI and by the report)::
+
+    from provgraph.lineage import resolve, trace
+    for iri in resolve(store, "182.29"):        # or a node IRI, "FILE:LINE", a bundle path
+        lineage = trace(store, iri)
+        lineage.status                          # retained | restricted | unverifiable | withdrawn
+        lineage.nodes[iri].violations           # what fired on the node itself
+        lineage.children(iri)                   # edges towards its sources
+
+**Which edges.** Lineage walks, from the derived node towards its sources, every edge whose
+property is ``prov:wasDerivedFrom``, ``prov:wasGeneratedBy``, ``prov:used``,
+``prov:wasInformedBy``, ``prov:hadPrimarySource``, ``prov:hadMember`` or declared
+``rdfs:subPropertyOf`` one of them (transitively, read from the ontology graph with a SPARQL
+``rdfs:subPropertyOf*`` path). A claim or registry value with no explicit ``pg:recomputedAs``
+is also linked to every ``pg:Statistic`` with the same ``pg:statName`` whose value rounds to
+the claim's value at its written precision (an *inferred* edge, marked as such).
+
+**Which status.** The status is the strongest limitation found anywhere in the lineage (the
+audit's rule: "when several defects affected one claim, the strongest limitation governed its
+disposition"), ordered retained < restricted < unverifiable < withdrawn:
+
+- a recorded ``pg:Violation`` on any node maps through its severity: ``fail`` -> withdrawn,
+  ``restrict`` -> restricted, ``info`` -> no limitation; rules in :data:`RULE_STATUS` whose
+  violation means evidence was not retained (a derived artifact with no build record) map to
+  unverifiable instead;
+- a registry value marked ``superseded`` or ``withdrawn`` -> withdrawn;
+- unverifiable when evidence is missing: no check has been recorded in the store, a rule in
+  force could not run, a node on the chain is referenced but described by no import (its
+  source was not retained), or a number (claim or reported value) reaches no statistic,
+  registry value or build record;
+- otherwise retained.
+
+Violations are those recorded by the last ``provgraph check`` (see
+:func:`provgraph.rules.record_check`); run the check after each ingest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import pyoxigraph as ox
+
+from provgraph.store.base import Store
+from provgraph.vocab import PG_NS, PROV_NS, RDF_NS, RDFS_NS
+
+STATUSES = ("retained", "restricted", "unverifiable", "withdrawn")
+SEVERITY_STATUS: dict[str, str | None] = {"fail": "withdrawn", "restrict": "restricted", "info": None}
+#: Rules whose violation means evidence was not retained: the claim cannot be checked.
+RULE_STATUS: dict[str, str] = {"release-derived-without-build": "unverifiable"}
+LINEAGE_ROOTS = tuple(
+    PROV_NS + p
+    for p in ("wasDerivedFrom", "wasGeneratedBy", "used", "wasInformedBy", "hadPrimarySource", "hadMember")
+)
+#: Classes whose presence in a number's lineage counts as evidence for it.
+EVIDENCE = (PG_NS + "Statistic", PG_NS + "RegistryValue", PG_NS + "Build")
+NUMBER_CLASSES = (PG_NS + "Claim", PG_NS + "ReportedValue")
+_BATCH = 400
+_INFO = [
+    "label",
+    "path",
+    "text",
+    "name",
+    "statName",
+    "value",
+    "n",
+    "key",
+    "callId",
+    "memberPath",
+    "commitId",
+    "registryStatus",
+    "cohortRule",
+    "testVariant",
+    "sourceLine",
+    "relation",
+    "command",
+]
+
+
+@dataclass
+class Violation:
+    """A recorded violation on a node, and the status it implies (None for info rules)."""
+
+    rule: str
+    severity: str
+    message: str
+    status: str | None
+
+
+@dataclass
+class Node:
+    """One node of a lineage, described for display."""
+
+    iri: str
+    label: str
+    classes: list[str] = field(default_factory=list)  # class labels, most specific first
+    state: str | None = None  # intended, executed, observed, analyzed, reported, released
+    path: str | None = None
+    line: int | None = None
+    described: bool = True  # False: referenced, but no import states anything about it
+    violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def location(self) -> str | None:
+        if self.path is None:
+            return None
+        return f"{self.path}:{self.line}" if self.line is not None else self.path
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``source`` (derived) comes from ``target`` through ``prop``."""
+
+    source: str
+    target: str
+    prop: str
+    label: str
+    inferred: bool = False
+
+
+@dataclass
+class Reason:
+    """Why the status is what it is: one limitation found on the chain."""
+
+    status: str
+    text: str
+    node: str | None = None
+    rule: str | None = None
+
+
+@dataclass
+class Lineage:
+    """The chain from ``root`` back to its sources, with its status and the reasons for it."""
+
+    root: str
+    nodes: dict[str, Node]
+    edges: list[Edge]
+    status: str
+    reasons: list[Reason]
+    truncated: bool = False
+
+    def children(self, iri: str) -> list[Edge]:
+        """Edges from ``iri`` towards what it came from."""
+        return [e for e in self.edges if e.source == iri]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready description (the ``--format json`` output)."""
+        return {
+            "root": self.root,
+            "status": self.status,
+            "truncated": self.truncated,
+            "reasons": [r.__dict__ for r in self.reasons],
+            "nodes": [
+                {
+                    "iri": n.iri,
+                    "label": n.label,
+                    "classes": n.classes,
+                    "state": n.state,
+                    "location": n.location,
+                    "described": n.described,
+                    "violations": [v.__dict__ for v in n.violations],
+                }
+                for n in self.nodes.values()
+            ],
+            "edges": [e.__dict__ for e in self.edges],
+        }
+
+
+def worst(statuses: list[str | None]) -> str:
+    """The strongest limitation among ``statuses`` ('retained' when there is none).
+
+    >>> worst(["restricted", None, "unverifiable"])
+    'unverifiable'
+    """
+    found = [s for s in statuses if s]
+    return max(found, key=STATUSES.index) if found else "retained"
+
+
+def status_of(rule: str, severity: str) -> str | None:
+    """The claim status a violation of ``rule`` with ``severity`` implies."""
+    return RULE_STATUS.get(rule) or SEVERITY_STATUS.get(severity)
+
+
+# --- resolving a target -----------------------------------------------------------------
+
+_NUMBER = re.compile(r"^-?\d[\d,]*(?:\.\d+)?%?$|^\d+/\d+$")
+_FILE_LINE = re.compile(r"^(.+):(\d+)$")
+
+
+def resolve(store: Store, target: str, base: str | None = None) -> list[str]:
+    """The node IRIs ``target`` names, best matches first (an empty list when none).
+
+    ``target`` is a node IRI (absolute, or relative to the project's base IRI), a number as
+    written (``182.29``, ``26/45``, ``17%``: claims writing it, then reported values, registry
+    values and statistics equal to it at its precision), ``FILE:LINE`` (the claims and
+    mentions on that line; ``ARCHIVE!/MEMBER:LINE`` inside an archive) or a bundle path.
+    """
+    base = base if base is not None else _base(store)
+    target = target.strip()
+    found: list[str] = []
+    if re.match(r"^[A-Za-z][\w+.-]*:", target) and not _FILE_LINE.match(target):
+        return [target] if _exists(store, target) else []
+    if _NUMBER.match(target):
+        found += _numbers(store, target)
+    elif match := _FILE_LINE.match(target):
+        found += _on_line(store, match.group(1), int(match.group(2)))
+    if not found and base and _exists(store, base + target):
+        found.append(base + target)
+    if not found:  # a bundle path: the file itself (build records and manifests also name it)
+        rows = store.select(
+            f"""SELECT DISTINCT ?n ?k WHERE {{ ?n <{PG_NS}path> ?p ; a ?c .
+                  OPTIONAL {{ ?c <{RDFS_NS}subClassOf>* ?file FILTER(?file = <{PG_NS}File>) }}
+                  BIND(IF(BOUND(?file), 0, 1) AS ?k) }} ORDER BY ?k ?n""",
+            {"p": ox.Literal(target)},
+        )
+        files = [r["n"].value for r in rows if r["k"].value == "0"]  # type: ignore[union-attr]
+        found += files or [r["n"].value for r in rows]  # type: ignore[union-attr]
+    return list(dict.fromkeys(found))
+
+
+def _base(store: Store) -> str:
+    rows = store.select(f"SELECT ?b WHERE {{ ?p a <{PG_NS}Project> ; <{PG_NS}baseIri> ?b }} LIMIT 1")
+    return rows[0]["b"].value if rows else ""  # type: ignore[union-attr]
+
+
+def _exists(store: Store, iri: str) -> bool:
+    node = ox.NamedNode(iri)
+    return store.ask("ASK { { ?n ?p ?o } UNION { ?s ?p ?n } }", {"n": node})
+
+
+def _numbers(store: Store, text: str) -> list[str]:
+    from provgraph.release.claims import normal_text
+
+    written = normal_text(text)
+    plain = written.rstrip("%").split("/")[0].replace(",", "")
+    try:
+        value = Decimal(plain)
+    except InvalidOperation:
+        return []
+    decimals = len(plain.split(".")[1]) if "." in plain else 0
+    half = Decimal(1).scaleb(-decimals) / 2
+    pg = f"PREFIX pg: <{PG_NS}>\n"
+    claims = store.select(
+        pg
+        + "SELECT DISTINCT ?n WHERE { ?n a pg:Claim ; pg:text ?t . OPTIONAL { ?n pg:sourceFile/pg:path ?p } "
+        "OPTIONAL { ?n pg:sourceLine ?l } } ORDER BY ?p ?l ?n",
+        {"t": ox.Literal(written)},
+    )
+    others = store.select(
+        pg + "SELECT DISTINCT ?n ?k WHERE { "
+        "{ ?n a pg:ReportedValue ; pg:value ?v . BIND(1 AS ?k) } UNION "
+        "{ ?n a pg:RegistryValue ; pg:text ?tt . BIND(2 AS ?k) } UNION "
+        "{ ?n a pg:Statistic ; pg:value ?v . BIND(3 AS ?k) } "
+        # outside the UNION: filters inside a branch would not see the bound ?x, ?h and ?t
+        "FILTER((?k = 1 && ?v = ?x) || (?k = 2 && ?tt = ?t) || (?k = 3 && ABS(?v - ?x) <= ?h)) } "
+        "ORDER BY ?k ?n",
+        {
+            "x": ox.Literal(str(value), datatype=ox.NamedNode(RDF_XSD_DECIMAL)),
+            "h": ox.Literal(str(half), datatype=ox.NamedNode(RDF_XSD_DECIMAL)),
+            "t": ox.Literal(written),
+        },
+    )
+    return [r["n"].value for r in claims] + [r["n"].value for r in others]  # type: ignore[union-attr]
+
+
+RDF_XSD_DECIMAL = "http://www.w3.org/2001/XMLSchema#decimal"
+
+
+def _on_line(store: Store, path: str, line: int) -> list[str]:
+    rows = store.select(
+        f"""PREFIX pg: <{PG_NS}>
+        SELECT DISTINCT ?n ?k WHERE {{ ?n pg:sourceFile ?f ; pg:sourceLine ?line . ?f pg:path ?path .
+          OPTIONAL {{ ?n a pg:Claim . BIND(0 AS ?c) }} BIND(COALESCE(?c, 1) AS ?k) }} ORDER BY ?k ?n""",
+        {"path": ox.Literal(path), "line": ox.Literal(str(line), datatype=ox.NamedNode(XSD_INTEGER))},
+    )
+    return [r["n"].value for r in rows]  # type: ignore[union-attr]
+
+
+XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
+
+
+# --- tracing ----------------------------------------------------------------------------
+
+
+def lineage_properties(store: Store) -> dict[str, str]:
+    """Every lineage property (IRI -> label): the PROV roots and their sub-properties."""
+    values = " ".join(f"<{p}>" for p in LINEAGE_ROOTS)
+    rows = store.select(
+        f"""SELECT DISTINCT ?p ?label WHERE {{ VALUES ?root {{ {values} }}
+              ?p <{RDFS_NS}subPropertyOf>* ?root . OPTIONAL {{ ?p <{RDFS_NS}label> ?label }} }}"""
+    )
+    found = {p: p.rsplit("#", 1)[-1] for p in LINEAGE_ROOTS}
+    for r in rows:
+        iri = r["p"].value  # type: ignore[union-attr]
+        found[iri] = r["label"].value if r["label"] else iri.rsplit("#", 1)[-1]  # type: ignore[union-attr]
+    return found
+
+
+def trace(store: Store, iri: str, max_nodes: int = 5000) -> Lineage:
+    """The lineage of ``iri``: nodes, edges towards sources, violations and the status.
+
+    Stops after ``max_nodes`` nodes (``truncated`` is then True and the status is at least
+    unverifiable, since part of the chain was not examined).
+    """
+    props = lineage_properties(store)
+    prop_values = " ".join(f"<{p}>" for p in props)
+    seen = {iri}
+    order = [iri]
+    edges: list[Edge] = []
+    queue = deque([iri])
+    truncated = False
+    while queue:
+        batch = [queue.popleft() for _ in range(min(_BATCH, len(queue)))]
+        values = " ".join(f"<{n}>" for n in batch)
+        rows = store.select(
+            f"""SELECT DISTINCT ?s ?p ?o WHERE {{ VALUES ?s {{ {values} }} VALUES ?p {{ {prop_values} }}
+                  ?s ?p ?o . FILTER(isIRI(?o)) }} ORDER BY ?s ?p ?o"""
+        )
+        found = [(r["s"].value, r["p"].value, r["o"].value, False) for r in rows]  # type: ignore[union-attr]
+        found += _inferred_statistics(store, batch)
+        for s, p, o, inferred in found:
+            edges.append(Edge(s, o, p, props.get(p, "recomputed as"), inferred))
+            if o not in seen:
+                if len(seen) >= max_nodes:
+                    truncated = True
+                    continue
+                seen.add(o)
+                order.append(o)
+                queue.append(o)
+    nodes = _describe(store, order)
+    edges = [e for e in dict.fromkeys(edges) if e.target in nodes]
+    reasons = _reasons(store, iri, nodes, truncated)
+    status = worst([r.status for r in reasons])
+    return Lineage(iri, nodes, edges, status, reasons, truncated)
+
+
+def _inferred_statistics(store: Store, batch: list[str]) -> list[tuple[str, str, str, bool]]:
+    """Claims and registry values with no pg:recomputedAs, matched to statistics by name and value."""
+    values = " ".join(f"<{n}>" for n in batch)
+    rows = store.select(
+        f"""PREFIX pg: <{PG_NS}>
+        SELECT DISTINCT ?n ?stat WHERE {{ VALUES ?n {{ {values} }}
+          {{ ?n a pg:Claim ; pg:resolution ?res . }} UNION {{ ?n a pg:RegistryValue . BIND(0.0 AS ?res) }}
+          ?n pg:statName ?name ; pg:value ?v .
+          FILTER NOT EXISTS {{ ?n pg:recomputedAs ?any }}
+          FILTER NOT EXISTS {{ ?n pg:registryValue ?rv }}
+          ?stat a pg:Statistic ; pg:statName ?name ; pg:value ?sv .
+          FILTER(ABS(?sv - ?v) <= ?res / 2 + 0.0000001) }} ORDER BY ?n ?stat"""
+    )
+    return [(r["n"].value, PG_NS + "recomputedAs", r["stat"].value, True) for r in rows]  # type: ignore[union-attr]
+
+
+def _class_info(store: Store) -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
+    rows = store.select(
+        f"""SELECT ?c ?label ?state ?super WHERE {{
+              {{ ?c a <http://www.w3.org/2002/07/owl#Class> }} UNION {{ ?c <{RDFS_NS}subClassOf> ?any }}
+              OPTIONAL {{ ?c <{RDFS_NS}label> ?label }}
+              OPTIONAL {{ ?c <{PG_NS}state> ?s . ?s <{RDFS_NS}label> ?state }}
+              OPTIONAL {{ ?c <{RDFS_NS}subClassOf> ?super }} }}"""
+    )
+    labels: dict[str, str] = {}
+    states: dict[str, str] = {}
+    supers: dict[str, list[str]] = {}
+    for r in rows:
+        c = r["c"].value  # type: ignore[union-attr]
+        if r["label"]:
+            labels[c] = r["label"].value  # type: ignore[union-attr]
+        if r["state"]:
+            states[c] = r["state"].value  # type: ignore[union-attr]
+        if r["super"]:
+            supers.setdefault(c, []).append(r["super"].value)  # type: ignore[union-attr]
+    return labels, states, supers
+
+
+def _state(cls: str, states: dict[str, str], supers: dict[str, list[str]]) -> str | None:
+    todo, seen = [cls], set()
+    while todo:
+        c = todo.pop(0)
+        if c in states:
+            return states[c]
+        seen.add(c)
+        todo += [s for s in supers.get(c, []) if s not in seen]
+    return None
+
+
+def _depth(cls: str, supers: dict[str, list[str]]) -> int:
+    depth, todo = 0, supers.get(cls, [])
+    while todo and depth < 20:
+        depth += 1
+        todo = [s for c in todo for s in supers.get(c, [])]
+    return depth
+
+
+def _describe(store: Store, order: list[str]) -> dict[str, Node]:
+    labels, states, supers = _class_info(store)
+    info: dict[str, dict[str, list[str]]] = {n: {} for n in order}
+    keys = {f"{PG_NS}{p}": p for p in _INFO} | {f"{RDF_NS}type": "type", f"{RDFS_NS}label": "rdfsLabel"}
+    wanted = " ".join(f"<{p}>" for p in keys)
+    for i in range(0, len(order), _BATCH):
+        values = " ".join(f"<{n}>" for n in order[i : i + _BATCH])
+        rows = store.select(
+            f"""SELECT ?n ?p ?o WHERE {{ VALUES ?n {{ {values} }} VALUES ?p {{ {wanted} }} ?n ?p ?o }}"""
+        )
+        for r in rows:
+            key = keys[r["p"].value]  # type: ignore[union-attr]
+            info[r["n"].value].setdefault(key, []).append(r["o"].value)  # type: ignore[union-attr]
+        rows = store.select(
+            f"""SELECT ?n ?path WHERE {{ VALUES ?n {{ {values} }}
+                  ?n <{PG_NS}sourceFile> ?f . ?f <{PG_NS}path> ?path }}"""
+        )
+        for r in rows:
+            info[r["n"].value].setdefault("sourcePath", []).append(r["path"].value)  # type: ignore[union-attr]
+    violations = _violations(store, order)
+    nodes: dict[str, Node] = {}
+    for iri in order:
+        facts = info[iri]
+        # most specific class first; between equally deep ones, one that declares its own state
+        types = sorted(
+            set(facts.get("type", [])),
+            key=lambda c: (-_depth(c, supers), c not in states, labels.get(c, c)),
+        )
+        state = next((s for c in types if (s := _state(c, states, supers))), None)
+        path = (facts.get("sourcePath") or facts.get("path") or [None])[0]
+        line = int(facts["sourceLine"][0]) if facts.get("sourceLine") else None
+        nodes[iri] = Node(
+            iri,
+            _label(iri, facts, [labels.get(c, c.rsplit("#", 1)[-1]) for c in types]),
+            [labels.get(c, c.rsplit("#", 1)[-1]) for c in types],
+            state,
+            path,
+            line if facts.get("sourcePath") else None,
+            bool(facts),
+            violations.get(iri, []),
+        )
+    return nodes
+
+
+def _label(iri: str, facts: dict[str, list[str]], classes: list[str]) -> str:
+    def one(key: str) -> str | None:
+        return facts[key][0] if facts.get(key) else None
+
+    kind = classes[0] if classes else "node"
+    if kind == "claim":
+        text = one("text") or one("value") or "?"
+        name, relation = one("label"), one("relation")
+        if name and relation:
+            return f"claim {name} {relation} {text}"
+        return f"claim {text} ({name})" if name else f"claim {text}"
+    if kind == "registry value":
+        return f"registry value {one('statName')} = {one('text')} ({one('registryStatus') or 'current'})"
+    if kind in ("statistic", "reported value"):
+        extra = [f"n={one('n')}"] if one("n") else []
+        extra += [x for x in (one("cohortRule"), one("testVariant")) if x]
+        more = f" ({', '.join(extra)})" if extra else ""
+        return f"{kind} {one('statName') or ''} = {one('value')}{more}".replace("  ", " ")
+    if kind == "mention":
+        return f"mention '{one('text')}'"
+    if kind == "build":
+        return f"build {one('name')}" + (f": {one('command')}" if one("command") else "")
+    for key in ("rdfsLabel", "path", "memberPath", "name", "callId", "key", "commitId", "text"):
+        if one(key):
+            return f"{kind} {one(key)}"
+    if not facts:
+        return f"(not in the store) {iri}"
+    return f"{kind} {iri.rsplit('/', 1)[-1]}"
+
+
+def _violations(store: Store, order: list[str]) -> dict[str, list[Violation]]:
+    found: dict[str, list[Violation]] = {}
+    for i in range(0, len(order), _BATCH):
+        values = " ".join(f"<{n}>" for n in order[i : i + _BATCH])
+        rows = store.select(
+            f"""PREFIX pg: <{PG_NS}>
+            SELECT DISTINCT ?focus ?rule ?severity ?message WHERE {{ VALUES ?focus {{ {values} }}
+              ?v a pg:Violation ; pg:focus ?focus ; pg:rule ?r ; pg:severity ?severity ; pg:message ?message .
+              ?r pg:ruleId ?rule }} ORDER BY ?focus ?rule ?message"""
+        )
+        for r in rows:
+            rule, severity = r["rule"].value, r["severity"].value  # type: ignore[union-attr]
+            found.setdefault(r["focus"].value, []).append(  # type: ignore[union-attr]
+                Violation(rule, severity, r["message"].value, status_of(rule, severity))  # type: ignore[union-attr]
+            )
+    return found
+
+
+def _reasons(store: Store, root: str, nodes: dict[str, Node], truncated: bool) -> list[Reason]:
+    reasons: list[Reason] = []
+    for node in nodes.values():
+        for v in node.violations:
+            if v.status:
+                reasons.append(
+                    Reason(
+                        v.status, f"{v.rule} ({v.severity}) on {node.label}: {v.message}", node.iri, v.rule
+                    )
+                )
+        if not node.described:
+            reasons.append(
+                Reason(
+                    "unverifiable",
+                    f"{node.iri} is referenced but no import describes it: its source was not retained",
+                    node.iri,
+                )
+            )
+    pg = f"PREFIX pg: <{PG_NS}>\n"
+    values = " ".join(f"<{n}>" for n in nodes)
+    for r in store.select(
+        pg + f"SELECT ?n ?status WHERE {{ VALUES ?n {{ {values} }} ?n a pg:RegistryValue ; "
+        "pg:registryStatus ?status "
+        'FILTER(?status IN ("superseded", "withdrawn")) } ORDER BY ?n'
+    ):
+        n = r["n"].value  # type: ignore[union-attr]
+        reasons.append(
+            Reason("withdrawn", f"the registry marks {nodes[n].label.removeprefix('registry value ')}", n)
+        )
+    if not store.ask(pg + "ASK { ?c a pg:Check }"):
+        reasons.append(Reason("unverifiable", "no check has been recorded: run `provgraph check`"))
+    for r in store.select(
+        pg + 'SELECT DISTINCT ?rule ?msg WHERE { ?res a pg:RuleResult ; pg:outcome "error" ; '
+        "pg:rule/pg:ruleId ?rule . OPTIONAL { ?res pg:message ?msg } } ORDER BY ?rule"
+    ):
+        msg = r["msg"].value if r["msg"] else "could not run"  # type: ignore[union-attr]
+        reasons.append(
+            Reason(
+                "unverifiable",
+                f"rule {r['rule'].value} could not run: {msg}",
+                None,  # type: ignore[union-attr]
+                r["rule"].value,
+            )
+        )  # type: ignore[union-attr]
+    root_types = _types(store, root)
+    if root_types & set(NUMBER_CLASSES):
+        classes = " ".join(f"<{c}>" for c in EVIDENCE)
+        if not store.ask(f"ASK {{ VALUES ?n {{ {values} }} VALUES ?c {{ {classes} }} ?n a ?c }}"):
+            reasons.append(
+                Reason(
+                    "unverifiable",
+                    "the number traces to no statistic, registry value or build "
+                    "record: nothing shows where it comes from",
+                    root,
+                )
+            )
+    if truncated:
+        reasons.append(
+            Reason(
+                "unverifiable", "the lineage was cut at its size limit; part of the chain was not examined"
+            )
+        )
+    return reasons
+
+
+def _types(store: Store, iri: str) -> set[str]:
+    rows = store.select(f"SELECT ?t WHERE {{ ?n <{RDF_NS}type> ?t }}", {"n": ox.NamedNode(iri)})
+    return {r["t"].value for r in rows}  # type: ignore[union-attr]
+
+
+# --- rendering --------------------------------------------------------------------------
+
+
+def short(iri: str, base: str) -> str:
+    if base and iri.startswith(base):
+        return iri[len(base) :]
+    for prefix, ns in (("pg", PG_NS), ("prov", PROV_NS)):
+        if iri.startswith(ns):
+            return f"{prefix}:{iri[len(ns) :]}"
+    return iri
+
+
+def render_tree(lineage: Lineage, base: str = "", max_children: int = 12) -> str:
+    """The lineage as an indented tree, each node with its state, location and violations.
+
+    A node reached twice is printed once and referred to as "(see above)"; more than
+    ``max_children`` sources of one node are summarised by class.
+    """
+    out: list[str] = []
+    printed: set[str] = set()
+
+    def describe(node: Node) -> str:
+        bits = [node.label]
+        if node.location:
+            bits.append(f"[{node.location}]")
+        if node.state:
+            bits.append(f"<{node.state}>")
+        return "  ".join(bits)
+
+    def walk(iri: str, prefix: str, via: str) -> None:
+        node = lineage.nodes[iri]
+        out.append(f"{prefix}{via}{describe(node)}" + ("  (see above)" if iri in printed else ""))
+        if iri in printed:
+            return
+        printed.add(iri)
+        pad = prefix.replace("├── ", "│   ").replace("└── ", "    ")
+        for v in node.violations:
+            out.append(f"{pad}    ! {v.severity} {v.rule}: {v.message}")
+        kids = sorted(
+            {e.target: e for e in lineage.children(iri)}.values(),
+            key=lambda e: (e.label, lineage.nodes[e.target].label),
+        )
+        shown, rest = kids[:max_children], kids[max_children:]
+        for i, edge in enumerate(shown):
+            last = i == len(shown) - 1 and not rest
+            mark = "└── " if last else "├── "
+            tag = f"{edge.label}{' (inferred)' if edge.inferred else ''}: "
+            walk(edge.target, pad + mark, tag)
+        if rest:
+            kinds: dict[str, int] = {}
+            for e in rest:
+                node_kind = (lineage.nodes[e.target].classes or ["node"])[0]
+                kinds[node_kind] = kinds.get(node_kind, 0) + 1
+            summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+            out.append(f"{pad}└── ... and {len(rest)} more ({summary}); --format json lists them")
+
+    walk(lineage.root, "", "")
+    out.append("")
+    out.append(f"status: {lineage.status}")
+    for r in sorted(lineage.reasons, key=lambda r: -STATUSES.index(r.status)):
+        out.append(f"  - {r.status}: {r.text}")
+    return "\n".join(out) + "\n"
+
+
+_DOT_SHAPE = {"build": "box", "import": "box", "check": "box"}
+_DOT_STATUS = {"withdrawn": "#d62728", "unverifiable": "#9467bd", "restricted": "#ff7f0e", None: "#444444"}
+
+
+def render_dot(lineage: Lineage, base: str = "") -> str:
+    """The lineage as a Graphviz digraph (edges point from derived to source, as in PROV)."""
+
+    def q(text: str) -> str:
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+    lines = [
+        "digraph lineage {",
+        "  rankdir=BT;",
+        '  node [fontname="Helvetica", fontsize=10];',
+        f"  label={q('status: ' + lineage.status)}; labelloc=t;",
+    ]
+    ids = {iri: f"n{i}" for i, iri in enumerate(lineage.nodes)}
+    for iri, node in lineage.nodes.items():
+        worst_v = worst([v.status for v in node.violations]) if node.violations else None
+        color = _DOT_STATUS.get(worst_v if worst_v != "retained" else None, "#444444")
+        text = node.label + (f"\n{node.location}" if node.location else "")
+        text += "".join(f"\n! {v.rule}" for v in node.violations)
+        shape = _DOT_SHAPE.get((node.classes or ["node"])[0], "ellipse")
+        style = ", penwidth=2" if iri == lineage.root else ""
+        lines.append(f"  {ids[iri]} [label={q(text)}, shape={shape}, color={q(color)}{style}];")
+    for e in lineage.edges:
+        style = ", style=dashed" if e.inferred else ""
+        lines.append(f"  {ids[e.source]} -> {ids[e.target]} [label={q(e.label)}, fontsize=8{style}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,244 @@
+"""Build-record, text and git importers on files the tests write (and repositories they create)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from conftest import ingest_bundle, write_bundle
+
+from provgraph.release.claims import Registry, numbers
+from provgraph.rules import load_rules, run_check
+
+RELEASE = '[project]\nname = "t"\nbase_iri = "https://example.org/t/"\n\n[release]\ninclude = ["*.md"]\n'
+PG = "PREFIX pg: <https://w3id.org/provgraph/ns#>\nPREFIX prov: <http://www.w3.org/ns/prov#>\n"
+
+
+def md5(data: bytes) -> str:
+    return hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+
+def stale(store) -> list[str]:
+    report = run_check(store, load_rules(), explicit=True)
+    (result,) = [r for r in report.results if r.rule.id == "release-stale-artifact"]
+    return [v.message for v in result.violations]
+
+
+SCRIPT_MD5 = md5(b"print()\n")
+
+
+def dvc_lock(data_md5: str, extra: str = "") -> str:
+    return f"""schema: '2.0'
+stages:
+  plot:
+    cmd: python plot.py --dpi 300
+    deps:
+    - path: data.csv
+      md5: {data_md5}
+      size: 4
+    - path: plot.py
+      hash: md5
+      md5: {SCRIPT_MD5}
+    outs:
+    - path: fig.png
+      md5: {md5(b"PNG")}
+{extra}"""
+
+
+def test_dvc_lock_stages_become_builds_and_md5_is_checked(tmp_path: Path) -> None:
+    files = {
+        "data.csv": "a,b\n",
+        "plot.py": "print()\n",
+        "fig.png": "PNG",
+        "dvc.lock": dvc_lock(md5(b"a,b\n")),
+    }
+    root = write_bundle(tmp_path / "b", files, RELEASE)
+    store, results, _ = ingest_bundle(root)
+    assert {r.rel: r.importer for r in results}["dvc.lock"] == "dvclock"
+    rows = store.select(
+        PG
+        + "SELECT ?cmd ?line ?script ?used WHERE { ?b a pg:Build ; pg:command ?cmd ; pg:sourceLine ?line ; "
+        "pg:script/pg:path ?script ; prov:used/pg:path ?used . <https://example.org/t/file/fig.png> "
+        "prov:wasGeneratedBy ?b }"
+    )
+    assert [(r["cmd"].value, r["line"].value, r["script"].value, r["used"].value) for r in rows] == [
+        ("python plot.py --dpi 300", "3", "plot.py", "data.csv")
+    ]
+    assert stale(store) == []
+    # the data changes after the import of dvc.lock: dvc.lock is unchanged (a no-op re-import)
+    (root / "data.csv").write_text("a,b\n1,2\n")
+    store, results, _ = ingest_bundle(root, store)
+    assert {r.rel: r.outcome for r in results}["dvc.lock"] == "unchanged"
+    (message,) = stale(store)
+    assert message.startswith("fig.png is stale: its input data.csv changed since the build")
+    assert message.endswith("(build record dvc.lock:3)")
+
+
+def test_dvc_lock_md5_mismatch_and_directory_hash(tmp_path: Path) -> None:
+    extra = (
+        "  prep:\n    cmd: python prep.py\n    deps:\n    - path: raw\n      md5: abc.dir\n"
+        "    outs:\n    - path: t.csv\n"
+    )
+    files = {"data.csv": "a,b\n", "plot.py": "print()\n", "fig.png": "PNG", "raw/x": "1", "t.csv": "t"}
+    files["dvc.lock"] = dvc_lock("0" * 32, extra)
+    store, _, _ = ingest_bundle(write_bundle(tmp_path / "b", files, RELEASE))
+    assert sorted(stale(store)) == [
+        "fig.png is stale: its input data.csv no longer matches the recorded md5 (build record dvc.lock:3)",
+        "t.csv is stale: its input folder raw has only a directory hash, which cannot be checked; "
+        "list its files (build record dvc.lock:15)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("stages: [1, 2", "dvc.lock:1: invalid YAML"),
+        ("schema: '2.0'\n", "dvc.lock:1: expected a mapping with 'stages'"),
+    ],
+)
+def test_dvc_lock_unreadable(tmp_path: Path, text: str, error: str) -> None:
+    _, results, _ = ingest_bundle(write_bundle(tmp_path / "b", {"dvc.lock": text}, RELEASE))
+    (result,) = [r for r in results if r.rel == "dvc.lock"]
+    assert result.outcome == "failed" and result.error.startswith(error)
+
+
+def test_dvc_lock_bad_stage_is_a_problem(tmp_path: Path) -> None:
+    text = "schema: '2.0'\nstages:\n  a:\n    deps: []\n  b:\n    cmd: x\n    outs:\n    - nopath: 1\n"
+    _, results, _ = ingest_bundle(write_bundle(tmp_path / "b", {"dvc.lock": text}, RELEASE))
+    (result,) = [r for r in results if r.rel == "dvc.lock"]
+    assert [str(p) for p in result.problems] == [
+        "dvc.lock:3: stage 'a': expected a mapping with 'cmd'",
+        "dvc.lock:5: stage 'b': outs entry {'nopath': 1}: expected a mapping with a 'path'",
+    ]
+
+
+def test_build_record_problems_name_the_line(tmp_path: Path) -> None:
+    good = {
+        "output": {"path": "o.txt", "sha256": "a" * 64},
+        "inputs": [],
+        "script": {"path": "s.py", "sha256": "b" * 64},
+        "time": "2026-07-28T10:00:00Z",
+    }
+    lines = [
+        json.dumps(good),
+        json.dumps({**good, "ouput": 1}),
+        json.dumps({**good, "inputs": [{"path": "i", "sha256": "XYZ"}]}),
+        json.dumps({**good, "time": "yesterday"}),
+        "{broken",
+    ]
+    root = write_bundle(tmp_path / "b", {"builds.build.jsonl": "\n".join(lines) + "\n"}, RELEASE)
+    _, results, _ = ingest_bundle(root)
+    (result,) = [r for r in results if r.rel == "builds.build.jsonl"]
+    assert result.records == 1
+    assert [str(p) for p in result.problems] == [
+        "builds.build.jsonl:2: unknown key(s) ouput (allowed: command, inputs, output, outputs, parameters, "
+        "script, time)",
+        "builds.build.jsonl:3: inputs[0] i: sha256 must be 64 lower-case hex digits, got 'XYZ'",
+        "builds.build.jsonl:4: time is not an ISO 8601 timestamp: 'yesterday'",
+        "builds.build.jsonl:5: malformed JSON: Expecting property name enclosed in double quotes (column 2)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("Cochran Q = 154.73 changed to 182.29", [("154.73", "Q", None), ("182.29", None, None)]),
+        ("p < 0.05 in 26/45 (57.8%)", [("0.05", "p", None), ("26/45", None, 45), ("57.8%", None, 45)]),
+        ("17% of 45 pairs; 0.90 threshold", [("17%", None, 45), ("0.90", None, None)]),
+        ("v1.1.0 on 2026-07-28, doi:10.5281/zenodo.21427298, GPT-4o, arXiv:2607.25589", []),
+        ("n = 369 blocks from 30 studies", [("369", "n", None)]),
+        ("| GPT-4o | 0.71 |", [("0.71", "GPT-4o", None)]),
+    ],
+)
+def test_numbers_as_written(line: str, expected: list) -> None:
+    assert [(n.text, n.label, n.n) for n in numbers(line)] == expected
+
+
+def test_latex_numbers_and_precision() -> None:
+    found = numbers(r"$Q = 182.29$ and 44.4\% (20/45) % 99.9 in a comment \vspace{2.5em}", latex=True)
+    assert [(n.text, n.resolution, n.numerator) for n in found] == [
+        ("182.29", Decimal("0.01"), None),
+        ("44.4%", Decimal("0.1"), 20),
+        ("20/45", Decimal("1"), 20),
+    ]
+
+
+def test_registry_mentions_and_matches() -> None:
+    registry = Registry(
+        {
+            "values": [{"name": "q", "value": "182.29", "aliases": ["Q"]}],
+            "entities": [
+                {"key": "b", "canonical": "GPT-4o", "variants": ["GPT-4V"]},
+                {"key": "models", "count": 5, "nouns": ["models"]},
+            ],
+        }
+    )
+    assert [
+        (m.text, m.value) for m in registry.mentions("GPT-4o, gpt 4o, GPT-4V, GPT-4o-mini, four models")
+    ] == [
+        ("GPT-4o", None),
+        ("gpt 4o", None),
+        ("GPT-4V", None),
+        ("four models", 4),
+    ]
+    (number,) = numbers("Q = 182.29")
+    assert [v.name for v in registry.match(number)] == ["q"]
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        "GIT_AUTHOR_NAME": "A",
+        "GIT_AUTHOR_EMAIL": "a@example.org",
+        "GIT_COMMITTER_NAME": "A",
+        "GIT_COMMITTER_EMAIL": "a@example.org",
+        "GIT_AUTHOR_DATE": "2026-07-18T00:00:00+00:00",
+        "GIT_COMMITTER_DATE": "2026-07-18T00:00:00+00:00",
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+        "HOME": str(repo.parent),
+    }
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
+def test_git_commits_and_tags_with_blobs(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {}, RELEASE)
+    repo = root / "upstream"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "README.md").write_text("Q = 154.73\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "first")
+    git(repo, "tag", "-a", "v1.0", "-m", "release 1.0")
+    (repo / "README.md").write_text("Q = 182.29\n")
+    git(repo, "commit", "-q", "-am", "correct Q")
+    store, results, _ = ingest_bundle(root)
+    (result,) = [r for r in results if r.rel == "upstream"]
+    assert (result.importer, result.outcome, result.records) == ("git", "imported", 3)
+    rows = store.select(
+        PG + "SELECT ?tag ?sha WHERE { ?t a pg:Tag ; pg:name ?tag ; pg:tagOf ?c . ?c pg:containsMember ?e . "
+        "?e pg:memberPath 'README.md' ; pg:sha256 ?sha }"
+    )
+    assert [(r["tag"].value, r["sha"].value) for r in rows] == [
+        ("v1.0", hashlib.sha256(b"Q = 154.73\n").hexdigest())
+    ]
+    assert len(store.select(PG + "SELECT ?c WHERE { ?c a pg:Commit ; pg:parentCommit ?p }")) == 1
+    emails = store.select(
+        'SELECT ?s WHERE { ?s ?p ?o FILTER(CONTAINS(STR(?o), "example.org") && isLiteral(?o)) }'
+    )
+    assert [r for r in emails if "a@example.org" in str(r)] == []
+    # a new commit changes only the hidden .git folder: the import is redone, not skipped
+    (repo / "notes.md").write_text("x\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "notes")
+    (repo / "notes.md").unlink()
+    git(repo, "commit", "-q", "-am", "drop notes")
+    _, again, _ = ingest_bundle(root, store)
+    assert {r.rel: r.outcome for r in again}["upstream"] == "imported"
