@@ -58,7 +58,23 @@ def to_svg(fig, salt: str, title: str) -> str:
     text = text.replace("'DejaVu Sans'", "'DejaVu Sans', 'Liberation Sans', Arial, sans-serif")
     # scale with the page: keep the viewBox, drop the fixed size
     text = re.sub(r'(<svg[^>]*?)\s+width="[^"]*"\s+height="[^"]*"', r"\1", text, count=1)
+    text = scope_ids(text, f"{salt}-")
     return text.replace("<svg ", f'<svg role="img" aria-label="{_attr(title)}" class="plot" ', 1)
+
+
+def scope_ids(svg: str, prefix: str) -> str:
+    """Prefix every ``id`` of an SVG (and the in-document references to it), so several
+    SVGs can share one HTML page without their ids colliding."""
+    ids = set(re.findall(r'\sid="([^"]+)"', svg))
+    svg = re.sub(r'(\sid=")([^"]+)"', lambda m: f'{m.group(1)}{prefix}{m.group(2)}"', svg)
+    svg = re.sub(
+        r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})" if m.group(1) in ids else m.group(0), svg
+    )
+    return re.sub(
+        r'((?:xlink:)?href=")#([^"]+)"',
+        lambda m: f'{m.group(1)}#{prefix}{m.group(2)}"' if m.group(2) in ids else m.group(0),
+        svg,
+    )
 
 
 def _attr(text: str) -> str:

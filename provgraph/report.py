@@ -426,6 +426,7 @@ def inline_graph_svg(svg: bytes) -> str:
     text = svg.decode("utf-8")
     text = text[text.index("<svg") :]
     text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    text = plots.scope_ids(text, "graph-")
     return text.replace("<svg ", '<svg role="img" aria-label="collapsed provenance graph" ', 1)
 
 
