@@ -109,8 +109,8 @@ class Blocks:
         return self.total - self.complete
 
 
-_CANDIDATE = """?l a/rdfs:subClassOf* pg:CandidateLabel ; pg:case ?case ; pg:finding ?finding .
-              { ?l pg:condition ?cond } UNION { ?l pg:forCall/pg:condition ?cond }"""
+_CANDIDATE = """?l a/rdfs:subClassOf* pg:CandidateLabel ; pg:case ?case ; pg:finding ?finding ;
+                 pg:condition|pg:forCall/pg:condition ?cond ."""
 
 
 def blocks(store: Store) -> Blocks | None:

@@ -421,19 +421,25 @@ def _data_graphs(store: Store) -> list[str]:
     return [s.graph for s in catalog.slots(store) if s.key != "ontology"]
 
 
-def _exact_needed(store: Store, keys: _Keys) -> bool:
-    """Whether any drawn node has several drawn types or a state of its own."""
+def _has_state_overrides(store: Store, keys: _Keys) -> bool:
+    """Whether any node of the data states its own pg:state."""
     if not keys.data_graphs:
         return False
     graphs = " ".join(f"<{g}>" for g in keys.data_graphs)
-    if store.ask(f"ASK {{ VALUES ?g {{ {graphs} }} GRAPH ?g {{ ?s <{PG_NS}state> ?st }} }}"):
-        return True
-    classes = " ".join(f"<{c.iri}>" for c in keys.vocab.drawn_classes())
-    rows = store.select(
-        f"""SELECT ?s WHERE {{ ?s a ?c . VALUES ?c {{ {classes} }} }}
-            GROUP BY ?s HAVING (COUNT(DISTINCT ?c) > 1) LIMIT 1"""
+    return store.ask(f"ASK {{ VALUES ?g {{ {graphs} }} GRAPH ?g {{ ?s <{PG_NS}state> ?st }} }}")
+
+
+def _group_rows(store: Store, keys: _Keys):
+    return store.select(
+        f"SELECT ?s_key (COUNT(DISTINCT ?s) AS ?n) (SAMPLE(?s) AS ?ex) "
+        f"WHERE {{ {keys.pattern('s')} }} GROUP BY ?s_key"
     )
-    return bool(rows)
+
+
+def _distinct_nodes(store: Store, keys: _Keys) -> int:
+    classes = " ".join(f"<{c.iri}>" for c in keys.vocab.drawn_classes())
+    rows = store.select(f"SELECT (COUNT(DISTINCT ?s) AS ?n) WHERE {{ ?s a ?c . VALUES ?c {{ {classes} }} }}")
+    return int(rows[0]["n"].value)  # type: ignore[union-attr]
 
 
 # ---------------------------------------------------------------------------
@@ -463,13 +469,15 @@ def whole_graph(
             marks = []
     expanded = _expanded_classes(store, vocab, expand, max_nodes)
     keys = _Keys(vocab, _data_graphs(store), frozenset(expanded), exact=False)
-    keys.exact = _exact_needed(store, keys)
+    # The fast path counts each node under each of its drawn types; it is exact unless some
+    # node has several drawn types (the counts then add up to more than the nodes) or a state
+    # of its own, and the exact path (per-node keys) is taken instead.
+    keys.exact = _has_state_overrides(store, keys)
+    rows = _group_rows(store, keys)
+    if not keys.exact and sum(int(r["n"].value) for r in rows) != _distinct_nodes(store, keys):  # type: ignore[union-attr]
+        keys.exact = True
+        rows = _group_rows(store, keys)
     boxes: dict[str, Box] = {}
-
-    rows = store.select(
-        f"SELECT ?s_key (COUNT(DISTINCT ?s) AS ?n) (SAMPLE(?s) AS ?ex) "
-        f"WHERE {{ {keys.pattern('s')} }} GROUP BY ?s_key"
-    )
     singles: dict[str, str] = {}
     for r in rows:
         key = r["s_key"].value  # type: ignore[union-attr]
@@ -624,7 +632,7 @@ def _facets(store: Store, keys: _Keys, boxes: dict[str, Box]) -> None:
     facets = " ".join(f"<{p}>" for p in FACETS)
     rows = store.select(
         f"""SELECT ?s_key ?p ?v (COUNT(DISTINCT ?s) AS ?n) WHERE {{
-          VALUES ?p {{ {facets} }} ?s ?p ?v . {keys.pattern("s")}
+          VALUES ?p {{ {facets} }} ?s ?p ?v . {keys.pattern("s", join=True)}
         }} GROUP BY ?s_key ?p ?v"""
     )
     found: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
@@ -787,8 +795,9 @@ def lineage_view(store: Store, target: str, marks: Sequence[Mark] | None = None)
     """The lineage of one number or node (TARGET as ``provgraph lineage`` accepts it).
 
     A thin adapter over :mod:`provgraph.lineage` (``resolve(store, target) -> list[str]``,
-    ``trace(store, iri) -> Lineage`` with ``nodes``, ``edges``, ``violations``, ``status``):
-    the traversal lives there, the drawing here (:func:`subgraph`).
+    ``trace(store, iri) -> Lineage`` whose ``nodes`` are keyed by IRI and whose ``edges`` have
+    ``source``, ``prop`` and ``target``, plus a ``status``): the traversal lives there, the
+    drawing here (:func:`subgraph`).
     """
     try:
         from provgraph import lineage  # type: ignore[attr-defined]
@@ -805,8 +814,8 @@ def lineage_view(store: Store, target: str, marks: Sequence[Mark] | None = None)
         listed = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
         raise UsageError(f"{target!r} matches {len(matches)} nodes ({listed}); give one node IRI")
     trace = lineage.trace(store, matches[0])
-    iris = [n if isinstance(n, str) else n.iri for n in trace.nodes]
-    edges = [e if isinstance(e, tuple) else (e.source, e.predicate, e.target) for e in trace.edges]
+    iris = list(trace.nodes)
+    edges = [(e.source, e.prop, e.target) for e in trace.edges]
     return subgraph(
         store,
         iris,
