@@ -30,7 +30,7 @@ CLAIM_COLOURS = {
 _RC = {
     "svg.fonttype": "none",
     "font.family": "DejaVu Sans",  # ships with matplotlib; the SVG falls back to the page's sans-serif
-    "font.size": 10,
+    "font.size": 11,
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.titlesize": 11,
@@ -56,8 +56,6 @@ def to_svg(fig, salt: str, title: str) -> str:
     text = text[text.index("<svg") :]
     text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
     text = text.replace("'DejaVu Sans'", "'DejaVu Sans', 'Liberation Sans', Arial, sans-serif")
-    # scale with the page: keep the viewBox, drop the fixed size
-    text = re.sub(r'(<svg[^>]*?)\s+width="[^"]*"\s+height="[^"]*"', r"\1", text, count=1)
     text = scope_ids(text, f"{salt}-")
     return text.replace("<svg ", f'<svg role="img" aria-label="{_attr(title)}" class="plot" ', 1)
 
@@ -95,7 +93,7 @@ def _hbars(ax, labels: list[str], values: list[float], colours: list[str], fmt=s
     ax.set_yticks(positions, labels)
     top = max(values) if values and max(values) > 0 else 1
     for y, v in zip(positions, values, strict=True):
-        ax.text(v + top * 0.02, y, fmt(v), va="center", ha="left", color=INK, fontsize=10)
+        ax.text(v + top * 0.02, y, fmt(v), va="center", ha="left", color=INK, fontsize=11)
     ax.set_xlim(0, top * 1.18)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.tick_params(axis="y", length=0)
@@ -105,7 +103,7 @@ def _hbars(ax, labels: list[str], values: list[float], colours: list[str], fmt=s
 def output_plot(states: OutputStates) -> str:
     """Planned calls by output state (Figure 2b)."""
     with _rc():
-        fig = _figure(4.6, 2.3)
+        fig = _figure(4.0, 2.3)
         ax = fig.add_subplot()
         labels = list(states.counts)
         _hbars(ax, labels, [states.counts[k] for k in labels], [OUTPUT_COLOURS[k] for k in labels])
@@ -115,14 +113,14 @@ def output_plot(states: OutputStates) -> str:
 
 def views_plot(views: dict[str, int]) -> str:
     with _rc():
-        fig = _figure(4.6, 2.5)
+        fig = _figure(4.0, 2.5)
         ax = fig.add_subplot()
         labels = list(views)
         values = [views[k] for k in labels]
         colours = [WARN if k == "undocumented" else "#4A6FA5" for k in labels]
         ax.bar(labels, values, color=colours, width=0.6)
         for x, v in enumerate(values):
-            ax.text(x, v, str(v), ha="center", va="bottom", fontsize=10, color=INK)
+            ax.text(x, v, str(v), ha="center", va="bottom", fontsize=11, color=INK)
         ax.set_ylim(0, max(values) * 1.2)
         ax.set_ylabel("studies (n)")
         return to_svg(fig, "views", f"View positions of {sum(values)} studies")
@@ -130,7 +128,7 @@ def views_plot(views: dict[str, int]) -> str:
 
 def blocks_plot(b: Blocks) -> str:
     with _rc():
-        fig = _figure(4.6, 1.6)
+        fig = _figure(4.0, 1.6)
         ax = fig.add_subplot()
         share = 100.0 * b.complete / b.total if b.total else 0.0
         ax.barh([0], [b.complete], color=GOOD, height=0.5)
@@ -175,7 +173,7 @@ def statistics_plot(stats: Statistics) -> str | None:
                 f"{r.reported_value} → {r.recomputed_value}",
                 va="center",
                 ha="left" if d >= 0 else "right",
-                fontsize=9,
+                fontsize=10,
             )
         ax.set_xlim(-span * 1.6, span * 1.6)
         ax.set_xlabel("recomputed − reported (% of reported)")
@@ -190,7 +188,7 @@ def claims_plot(rows: list[ClaimRow]) -> str:
         counts[r.status if r.status in counts else "not assessed"] += 1
     shown = [s for s in CLAIM_STATUSES if counts[s]]
     with _rc():
-        fig = _figure(4.6, 0.6 + 0.4 * len(shown))
+        fig = _figure(4.0, 0.6 + 0.4 * len(shown))
         ax = fig.add_subplot()
         _hbars(ax, shown, [counts[s] for s in shown], [CLAIM_COLOURS[s] for s in shown])
         ax.set_xlabel("claims")

@@ -122,7 +122,7 @@ code, .iri { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, mon
 .panel h3 { margin-top: 0.2rem; margin-bottom: 0.2rem; }
 .panel .lead { margin: 0 0 0.3rem; font-weight: 600; }
 .panel.absent { background: var(--soft); color: var(--muted); }
-svg.plot { width: 100%; height: auto; display: block; }
+svg.plot { max-width: 100%; height: auto; display: block; margin: 0.2rem 0; }
 .graph { border: 1px solid var(--line); border-radius: 8px; padding: 0.5rem; overflow: auto;
          max-height: 80vh; }
 .graph svg { max-width: 100%; height: auto; display: block; margin: 0 auto; }
