@@ -117,9 +117,6 @@ class Vocabulary:
         """Classes whose nodes appear in pictures: they have a PROV kind or a state."""
         return [c for c in self.classes.values() if (c.kind or c.state) and c.iri not in META_CLASSES]
 
-    def state_order(self, state: str | None) -> int:
-        return self.states[state].order if state in self.states else 99
-
     def find_class(self, name: str) -> ClassInfo:
         """A drawn class by local name, label or IRI (case and '-', '_', ' ' ignored)."""
         want = _norm(name)

@@ -214,3 +214,24 @@ def test_stat_row_agreement_at_written_precision(reported, recomputed, rn, sn, a
     row = StatRow("r", "x", reported, rn, "s", recomputed, sn)
     assert row.agrees is agrees
     assert row.difference == pytest.approx(difference) if difference is not None else row.difference is None
+
+
+def test_report_with_a_store_but_no_bundle(cli, tmp_path: Path) -> None:
+    root = copy_bundle(EXAMPLE / "clean", tmp_path / "clean")
+    cli("-C", str(root), "ingest")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = cli("--store", str(root / ".provgraph" / "store"), "report", "--no-graph", cwd=elsewhere)
+    assert r.code == 0, r.err
+    assert "GATE PASS" in (elsewhere / "provgraph-report.html").read_text()
+
+
+def test_report_before_ingest_is_a_usage_error(cli, tmp_path: Path) -> None:
+    from conftest import write_bundle
+
+    root = write_bundle(tmp_path / "empty", {})
+    r = cli("-C", str(root), "report")
+    assert r.code == 2
+    assert r.err.strip() == (
+        "provgraph: error: no contract in the store: run `provgraph ingest` on the bundle first"
+    )

@@ -282,3 +282,16 @@ def test_accounting_fixture_draws_its_groups(memory_store) -> None:
     assert labels.facets == ["3 NEGATIVE, 2 POSITIVE, 1 NOT_MENTIONED, 1 UNCERTAIN"]
     assert by_class(view, "Statistic").state == PG + "Analyzed"
     assert by_class(view, "Claim").state == PG + "Reported"
+
+
+def test_viz_with_a_store_but_no_bundle_writes_to_the_current_folder(
+    cli, tmp_path: Path, monkeypatch
+) -> None:
+    root = copy_bundle(EXAMPLE / "clean", tmp_path / "clean")
+    cli("-C", str(root), "ingest")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("PATH", path_without_dot(tmp_path))
+    r = cli("--store", str(root / ".provgraph" / "store"), "viz", cwd=elsewhere)
+    assert r.code == 0, r.err
+    assert (elsewhere / "graph.dot").is_file()

@@ -8,6 +8,7 @@ import click
 
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import err
+from provgraph.errors import ProvgraphError
 
 
 @click.command("report")
@@ -52,7 +53,7 @@ def command(
     if output is None:
         try:
             output = app.bundle().state_dir / "report.html"
-        except Exception:  # no bundle: --store alone
+        except ProvgraphError:  # no bundle: --store alone
             output = Path.cwd() / "provgraph-report.html"
     page = build_report(
         store, check, ReportOptions(limit=None if all_violations else 200, graph=not no_graph)

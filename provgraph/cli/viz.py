@@ -9,7 +9,7 @@ import click
 
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import err
-from provgraph.errors import EXIT_OK, EXIT_USAGE
+from provgraph.errors import EXIT_OK, EXIT_USAGE, ProvgraphError
 
 FORMATS = ("dot", "svg", "png")
 
@@ -20,7 +20,7 @@ def output_stem(app: App, output: Path | None, default: str) -> Path:
         return output.with_suffix("") if output.suffix.lower() in {f".{f}" for f in FORMATS} else output
     try:
         folder = app.bundle().state_dir / "views"
-    except Exception:  # no bundle: --store alone
+    except ProvgraphError:  # no bundle: --store alone
         folder = Path.cwd()
     return folder / default
 
@@ -75,7 +75,8 @@ def command(
     name the rules. TARGET (a node IRI, a number as written, or FILE:LINE) draws the lineage
     of one number instead.
 
-    The DOT file is always written; SVG and PNG need graphviz's `dot` program.
+    The DOT file is always written; SVG and PNG need graphviz's `dot` program. Without it
+    viz says how to install it and exits 0, or 2 when --format asked for svg or png.
     """
     from provgraph import dot, views
 
