@@ -9,6 +9,7 @@ then measures in the same run:
   baseline   one pass over every quad of the store (SELECT COUNT(*) { ?s ?p ?o })
   view       provgraph.views.whole_graph: groups, arrows, facets, violation marks
   dot        DOT text + graphviz `dot -Tsvg` layout of the collapsed picture
+  panels     the report's accounting queries (output states, views, blocks, statistics, claims)
   report     (--check only) provgraph.report.build_report after a real check
 
 and prints each (median of --repeat runs) with its ratio to the baseline. The violations the
@@ -83,7 +84,7 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="run the real check and time the report too")
     args = ap.parse_args()
 
-    from provgraph import dot
+    from provgraph import accounting, dot
     from provgraph.bundle import Bundle
     from provgraph.ingest import ingest_paths
     from provgraph.report import ReportOptions, build_report
@@ -122,12 +123,21 @@ def main() -> int:
         t_view, view = timed(lambda: whole_graph(store, marks), args.repeat)
         text = dot.to_dot(view)  # type: ignore[arg-type]
         has_dot = dot.dot_program() is not None
+        panels = (
+            accounting.output_states,
+            accounting.view_positions,
+            accounting.blocks,
+            accounting.statistics,
+            accounting.claims,
+        )
         t_dot, _ = timed(lambda: dot.render(dot.to_dot(view), "svg"), args.repeat) if has_dot else (0.0, None)  # type: ignore[arg-type]
+        t_panels, _ = timed(lambda: [f(store) for f in panels], args.repeat)
         rows = [
             ("baseline: one pass over all quads", base),
             ("whole-graph view (collapsed)", t_view),
             ("DOT + graphviz SVG layout" if has_dot else "DOT only (no graphviz)", t_dot),
             ("view + picture", t_view + t_dot),
+            ("report accounting panels (queries)", t_panels),
         ]
         if args.check:
             t_report, page = timed(lambda: build_report(store, check, ReportOptions()), 1)
