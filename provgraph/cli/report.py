@@ -1,0 +1,64 @@
+"""``provgraph report``: one self-contained HTML audit report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from provgraph.cli import App, pass_app
+from provgraph.cli.common import err
+from provgraph.errors import ProvgraphError
+
+
+@click.command("report")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="HTML file to write (default: .provgraph/report.html in the bundle).",
+)
+@click.option("--all-violations", is_flag=True, help="List every violation (default: first 200 per rule).")
+@click.option("--no-graph", is_flag=True, help="Leave out the picture of the graph.")
+@click.option("--no-record", is_flag=True, help="Do not record the check the report runs in the store.")
+@click.option(
+    "--rules-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Rule folder to use instead of the shipped queries/.",
+)
+@pass_app
+def command(
+    app: App,
+    output: Path | None,
+    all_violations: bool,
+    no_graph: bool,
+    no_record: bool,
+    rules_dir: Path | None,
+) -> int:
+    """Write the audit report: gate by clause, violations with remedies, accounting plots,
+    reported vs recomputed statistics, claim statuses and the collapsed graph.
+
+    The report runs the contract's rules itself (and records the check, as `provgraph check`
+    does), so it always shows the graph as it is now. The file is self-contained HTML with
+    inline CSS and SVG: it opens offline and can be attached to a review.
+    """
+    from provgraph.report import ReportOptions, build_report
+    from provgraph.rules import load_rules, record_check, run_check
+    from provgraph.rules.formats import gate_line
+
+    store = app.open_store()
+    check = run_check(store, load_rules(rules_dir))
+    if not no_record and rules_dir is None:
+        record_check(store, check)
+    if output is None:
+        try:
+            output = app.bundle().state_dir / "report.html"
+        except ProvgraphError:  # no bundle: --store alone
+            output = Path.cwd() / "provgraph-report.html"
+    page = build_report(
+        store, check, ReportOptions(limit=None if all_violations else 200, graph=not no_graph)
+    )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(page, encoding="utf-8")
+    err.print(f"wrote {output} ({len(page.encode()) // 1024} KiB); {gate_line(check)}")
+    return 0
