@@ -35,7 +35,8 @@ def test_rule_fires_on_its_flawed_fixture(rule_id: str) -> None:
     assert result.outcome == "violated", result.error
     assert sorted(report.short(v.focus) for v in result.violations) == sorted(expected["flawed_focus"])
     assert all(v.message and not v.message.startswith("?") for v in result.violations)
-    assert not report.passed
+    if result.rule.blocks_gate:  # restrict and info rules report without blocking the gate
+        assert not report.passed
 
 
 @pytest.mark.parametrize("rule_id", RULE_IDS)
@@ -84,9 +85,9 @@ def test_missing_evidence_fails_closed(tmp_path: Path) -> None:
     # A contract that declares the output clause, but no call log at all.
     root = write_bundle(tmp_path / "b", {"plan.csv": "call_id,case,condition\nC1,s1,A\n"})
     report = check(root)
-    outcomes = {r.rule.id: r.outcome for r in report.results}
-    assert set(outcomes.values()) == {"error"}
-    assert "missing evidence: the graph has no pg:CallRecord nodes" in report.results[0].error
+    output = [r for r in report.results if r.rule.clause == "output"]
+    assert {r.outcome for r in output} == {"error"}
+    assert "missing evidence: the graph has no pg:CallRecord nodes" in output[0].error
     assert not report.passed
 
 
