@@ -178,7 +178,7 @@ class ReportedStatsImporter(Importer):
         add(node, PG.cluster, record.get("cluster"))
         add(node, PG.df, record.get("df"))
         if record.get("family"):
-            add(node, PG.family, ctx.iri("family", record["family"]))
+            add(node, PG.testFamily, ctx.iri("family", record["family"]))
         if len(conditions) == 1:
             add(node, PG.condition, ctx.iri("condition", conditions[0]))
         elif len(conditions) == 2:

@@ -32,8 +32,11 @@ def test_stats_shows_reported_beside_recomputed(cli, tmp_path: Path) -> None:
         "positional-truncation",
         "pairwise-available",
     }
+    assert q["iri"] == "statistic/name%3Dcochran_q/route%3Dglobally-complete"
     listing = cli("-C", str(root), "stats", "--all", "--name", "cochran_q")
     assert "cochran_q (positional-truncation)" in listing.out and "mcnemar" not in listing.out
+    every = json.loads(cli("-C", str(root), "stats", "--all", "--format", "json").out)["all"]
+    assert len(every) == len({s["iri"] for s in every}) > 100
     # check reads the same statistics and names the defect
     r = cli("-C", str(root), "check", "--clause", "analysis")
     assert r.code == 1

@@ -218,7 +218,7 @@ def test_statistic_derives_from_exactly_the_cells_it_used(radiology) -> None:
     causes = select(
         store,
         """SELECT ?cause ?cond ?count WHERE { ?m pg:cohortRule "globally-complete" ; pg:missingness ?x .
-           ?x pg:cause ?cause ; pg:count ?count . OPTIONAL { ?x pg:condition ?cond } }""",
+           ?x pg:cause ?cause ; pg:missingCount ?count . OPTIONAL { ?x pg:condition ?cond } }""",
     )
     by_cause = {(r["cause"], (r["cond"] or "").rsplit("/", 1)[-1]): int(r["count"]) for r in causes}
     assert by_cause[("output file empty (0 bytes)", "B")] >= 1  # C006 is s02 under B
@@ -472,3 +472,54 @@ def test_check_fails_closed_without_statistics(tmp_path: Path) -> None:
     assert {r.outcome for r in analysis} == {"error"}
     assert "missing evidence: the graph has no pg:Statistic nodes" in analysis[0].error
     assert not report.passed
+
+
+def test_labeller_csv_is_tied_to_output_files_by_their_text(tmp_path: Path) -> None:
+    """A CheXpert labeler CSV holds report text, not paths: the report's SHA-256 finds the output
+    file, its call record and so its case and condition."""
+    reports = {"C1": "No acute cardiopulmonary process.", "C2": "Moderate cardiomegaly. Mild edema.\n"}
+    plan = "call_id,case,condition\nC1,s1,A\nC2,s1,B\n"
+    calls = "".join(
+        json.dumps({"call_id": c, "status": "ok", "output": f"out/{c}.txt"}) + "\n" for c in reports
+    )
+    csv = "Reports,Edema,Cardiomegaly\n"
+    csv += '"No acute cardiopulmonary process.",0.0,\n"Moderate cardiomegaly. Mild edema.",1.0,1.0\n'
+    files = {"plan.csv": plan, "calls.jsonl": calls, "labeled_reports.csv": csv}
+    files.update({f"out/{c}.txt": text for c, text in reports.items()})
+    files["reference.csv"] = "case,finding,state\ns1,Edema,POSITIVE\ns1,Cardiomegaly,NEGATIVE\n"
+    root = write_bundle(
+        tmp_path / "b", files, contract().replace(json.dumps(FINDINGS), '["Edema", "Cardiomegaly"]')
+    )
+    store, _, _ = ingest_bundle(root)
+    outcome = materialize.refresh(store)
+    rows = select(
+        store,
+        """SELECT ?cond ?finding ?cat WHERE { ?c a pg:Cell ; pg:condition ?cond ; pg:finding ?finding ;
+           pg:cellCategory ?cat }""",
+    )
+    got = {(r["cond"].rsplit("/", 1)[1], r["finding"].rsplit("/", 1)[1]): r["cat"] for r in rows}
+    # C1 (no trailing newline in the file) and C2 (file ends in a newline) are both found
+    assert got == {
+        ("A", "Edema"): "FN",
+        ("A", "Cardiomegaly"): "TN",
+        ("B", "Edema"): "TP",
+        ("B", "Cardiomegaly"): "FP",
+    }
+    assert outcome.cells == 4
+
+
+def test_conflicting_reference_labels_and_reference_files(tmp_path: Path) -> None:
+    truth = radiology_bundle(tmp_path / "b", seed=2, cases=3, conditions=("A", "B"))
+    first = next(k for k, v in truth["ref"].items() if v in ("POSITIVE", "NEGATIVE"))
+    other = "NEGATIVE" if truth["ref"][first] == "POSITIVE" else "POSITIVE"
+    (tmp_path / "b" / "negbio.csv").write_text(f"case,finding,state\n{first[0]},{first[1]},{other}\n")
+    store, _, _ = ingest_bundle(tmp_path / "b")
+    outcome = materialize.refresh(store)
+    assert any(cause == "conflicting reference labels" for cause, _ in outcome.matrices[0].missing)
+    # declaring which file is the reference settles it
+    text = (tmp_path / "b" / "provgraph.toml").read_text()
+    text = text.replace("[analysis]", 'reference_files = ["reference.csv"]\n\n[analysis]')
+    (tmp_path / "b" / "provgraph.toml").write_text(text)
+    ingest_bundle(tmp_path / "b", store)
+    outcome = materialize.refresh(store)
+    assert not any(cause == "conflicting reference labels" for cause, _ in outcome.matrices[0].missing)

@@ -47,7 +47,11 @@ def command(app: App, show_all: bool, names: tuple[str, ...], fmt: str) -> int:
     store = app.open_store()
     outcome = refresh(store, force=True)
     rows = _comparisons(outcome, names)
-    listing = [_stat_row(s) for s in outcome.stats if not names or s.name in names] if show_all else []
+    listing = (
+        [_stat_row(s, outcome.base) for s in outcome.stats if not names or s.name in names]
+        if show_all
+        else []
+    )
     if fmt == "json":
         doc = {
             "status": outcome.status,
@@ -146,6 +150,7 @@ def _comparisons(outcome, names) -> list[dict]:
         rows.append(
             {
                 "statistic": s.title(),
+                "iri": s.iri(outcome.base)[len(outcome.base) :],
                 "cohort": s.route,
                 "n": s.n,
                 "reported": _written(r, tol),
@@ -197,8 +202,16 @@ def _tolerance(lexical: str) -> float:
     return tolerance_of(lexical)
 
 
-def _stat_row(s) -> dict:
-    return {"statistic": s.title(), "value": s.value, "n": s.n, "role": s.role, "method": s.method}
+def _stat_row(s, base: str) -> dict:
+    iri = s.iri(base)
+    return {
+        "statistic": s.title(),
+        "iri": iri[len(base) :],  # relative to the base IRI, as a release registry names it
+        "value": s.value,
+        "n": s.n,
+        "role": s.role,
+        "method": s.method,
+    }
 
 
 def _matrix_row(m) -> dict:

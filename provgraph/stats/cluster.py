@@ -142,13 +142,27 @@ def cluster_bootstrap_ratios(
     elif method == "indices":
         num = np.empty((resamples, m))
         den = np.empty((resamples, m))
+        # Whole counts are packed as successes * 2**32 + trials, so one gather sums both.
+        packable = (
+            np.all(successes >= 0)
+            and np.all(trials >= 0)
+            and np.all(successes == np.rint(successes))
+            and np.all(trials == np.rint(trials))
+            and float(g) * max(float(successes.max(initial=0)), float(trials.max(initial=0))) < 2**31
+        )
+        dtype = np.int64 if g > 2**31 - 1 else np.int32
         for start in range(0, resamples, chunk):
             size = min(chunk, resamples - start)
-            idx = rng.integers(0, g, size=(size, g), dtype=np.int64 if g > 2**31 - 1 else np.int32)
-            flat = (idx + (np.arange(size, dtype=idx.dtype)[:, None] * g)).ravel()
-            weights = np.bincount(flat, minlength=size * g).reshape(size, g).astype(np.float64)
-            num[start : start + size] = weights @ successes
-            den[start : start + size] = weights @ trials
+            idx = rng.integers(0, g, size=(size, g), dtype=dtype)
+            for j in range(m):
+                if packable:
+                    packed = successes[:, j].astype(np.int64) << 32 | trials[:, j].astype(np.int64)
+                    total = np.take(packed, idx).sum(axis=1)
+                    num[start : start + size, j] = total >> 32
+                    den[start : start + size, j] = total & 0xFFFFFFFF
+                else:
+                    num[start : start + size, j] = np.take(successes[:, j], idx).sum(axis=1)
+                    den[start : start + size, j] = np.take(trials[:, j], idx).sum(axis=1)
     else:
         raise ValueError(f"unknown bootstrap method {method!r}")
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -51,6 +51,7 @@ class Outcome:
     """What one refresh did (and, when it computed, everything it computed)."""
 
     status: str  # "computed", "unchanged", "removed", "nothing"
+    base: str = ""
     statistics: int = 0
     cells: int = 0
     source: str | None = None  # where the cells came from: labels or reported
@@ -110,6 +111,7 @@ def refresh(store: Store, force: bool = False) -> Outcome:
     reported = read_reported(store, base, slot.graph if slot else None)
     outcome = Outcome(
         "computed",
+        base=base,
         statistics=len(stats),
         cells=len(grid.cells) if grid else 0,
         source=grid.source if grid else None,
@@ -158,7 +160,7 @@ def read_reported(store: Store, base: str, own_graph: str | None = None) -> list
                OPTIONAL { GRAPH ?tg { ?r pg:tolerance ?tol } FILTER (?tg != OWN_GRAPH) }
                OPTIONAL { ?r pg:n ?n } OPTIONAL { ?r pg:cohortRule ?cohort }
                OPTIONAL { ?r pg:testVariant ?variant } OPTIONAL { ?r pg:adjustment ?adj }
-               OPTIONAL { ?r pg:family ?family } OPTIONAL { ?r pg:replicate ?rep }
+               OPTIONAL { ?r pg:testFamily ?family } OPTIONAL { ?r pg:replicate ?rep }
                OPTIONAL { ?r pg:confidence ?conf } OPTIONAL { ?r pg:cluster ?cluster }
                OPTIONAL { ?r pg:case ?case } OPTIONAL { ?r pg:condition ?cond }
                OPTIONAL { ?r pg:firstCondition ?a } OPTIONAL { ?r pg:secondCondition ?b }
@@ -284,14 +286,14 @@ def write_graph(
                 add(node, RDF_TYPE, PG.Missingness)
                 add(node, PG.cause, cause)
                 add(node, PG.condition, mint(base, "condition", cond))
-                add(node, PG.count, count)
+                add(node, PG.missingCount, count)
             excluded = m.block_count - m.n
             if m.route != "pairwise-available" and excluded:
                 node = mint(base, "missingness", m.route, "blocks left out by the cohort rule")
                 add(m.iri, PG.missingness, node)
                 add(node, RDF_TYPE, PG.Missingness)
                 add(node, PG.cause, f"blocks left out by the {m.route} rule")
-                add(node, PG.count, excluded)
+                add(node, PG.missingCount, excluded)
     if reviews is not None:
         for rset in reviews.sets:
             add(rset.iri, RDF_TYPE, PG.ReviewSet)
@@ -318,14 +320,14 @@ def _write_stat(add, base: str, run: IRI, s: Stat) -> None:
     add(node, PG.testVariant, s.variant)
     add(node, PG.adjustment, s.adjustment)
     if s.family is not None:
-        add(node, PG.family, mint(base, "family", s.family))
+        add(node, PG.testFamily, mint(base, "family", s.family))
     add(node, PG.familySize, s.family_size)
     add(node, PG.df, s.df)
     add(node, PG.alpha, s.alpha)
     add(node, PG.cluster, s.cluster)
     add(node, PG.clusterCount, s.cluster_count)
     add(node, PG.resamples, s.resamples)
-    add(node, PG.seed, s.seed)
+    add(node, PG.bootstrapSeed, s.seed)
     add(node, PG.level, s.level)
     add(node, PG.replicate, s.replicate)
     add(node, PG.confidence, s.confidence)
