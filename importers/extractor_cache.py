@@ -25,7 +25,7 @@ from typing import Any
 from provgraph.bundle import Bundle
 from provgraph.contract.sections.annotation import STATES
 from provgraph.ingest import LIKELY, NO, ImportContext, Importer, Source
-from provgraph.readers import first_json_object, read_jsonl
+from provgraph.readers import first_json_object, read_jsonl, record_problem
 from provgraph.vocab import PG, PROV, RDF_TYPE
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -147,18 +147,9 @@ class ExtractorCacheImporter(Importer):
 
 def check(value: Any) -> str | None:
     """Why a cache record is unusable, or None."""
-    if not isinstance(value, dict):
-        return f"expected a JSON object, got {type(value).__name__}"
-    for key in ("report", "finding", "state"):
-        if key not in value:
-            return f"missing required key {key!r}"
-    unknown = sorted(k for k in value if k not in FIELDS and not k.startswith("x_"))
-    if unknown:
-        return f"unknown key(s) {', '.join(unknown)} (allowed: {', '.join(FIELDS)}, x_*)"
-    for key, kinds in FIELDS.items():
-        if key in value and (not isinstance(value[key], kinds) or isinstance(value[key], bool)):
-            want = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
-            return f"{key} must be {want}, got {type(value[key]).__name__}"
+    reason = record_problem(value, FIELDS, ("report", "finding", "state"))
+    if reason:
+        return reason
     for key in ("report", "finding", "state"):
         if not value[key].strip():
             return f"empty {key}"

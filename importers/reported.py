@@ -24,7 +24,7 @@ from typing import Any
 from provgraph.bundle import Bundle
 from provgraph.errors import InputError
 from provgraph.ingest import LIKELY, MAYBE, NO, ImportContext, Importer, Source
-from provgraph.readers import csv_header, read_csv, sniff_text
+from provgraph.readers import csv_header, read_csv, record_problem, sniff_text
 from provgraph.terms import Lit
 from provgraph.vocab import PG, PROV, RDF_TYPE, XSD_NS
 
@@ -190,21 +190,9 @@ class ReportedStatsImporter(Importer):
 
 
 def check(record: Any) -> str | None:
-    if not isinstance(record, dict):
-        return f"expected an object, got {type(record).__name__}"
-    for key in ("name", "value"):
-        if key not in record:
-            return f"missing required key {key!r}"
-    unknown = sorted(k for k in record if k not in FIELDS and not k.startswith("x_"))
-    if unknown:
-        return f"unknown key(s) {', '.join(unknown)} (allowed: {', '.join(FIELDS)}, x_*)"
-    for key, kinds in FIELDS.items():
-        value = record.get(key)
-        if key in record and (not isinstance(value, kinds) or (isinstance(value, bool) and key != "value")):
-            want = " or ".join(
-                "null" if k is type(None) else ("number" if k is Decimal else k.__name__) for k in kinds
-            )
-            return f"{key} must be {want}, got {type(value).__name__} {value!r}"
+    reason = record_problem(record, FIELDS, ("name", "value"), "an object")
+    if reason:
+        return reason
     if not record["name"].strip():
         return "empty name"
     conditions = record.get("conditions")

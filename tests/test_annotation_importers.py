@@ -296,7 +296,7 @@ def test_reported_statistics_bad_records(tmp_path: Path) -> None:
     _, results, _ = ingest_bundle(root)
     (result,) = [r for r in results if r.rel == "stats.json"]
     assert [str(p) for p in result.problems] == [
-        "stats.json: statistics[0]: value must be a number, got a boolean",
+        "stats.json: statistics[0]: value must be int or number or str, got bool True",
         "stats.json: statistics[1]: missing required key 'name'",
     ]
 
