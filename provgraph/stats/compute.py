@@ -75,6 +75,7 @@ class _Routes:
         self.matrices: dict[str, Matrix] = {}
         self._pairwise: dict[str, tuple[paired.PairwiseResult, list[list[Column]]]] = {}
         self._y: dict[str, np.ndarray] = {}
+        self.complete_rows = np.empty(0, dtype=np.int64)  # set with the globally complete matrix
 
     def _column(self, route: str, j: int, rows: np.ndarray, *extra: str) -> Column:
         cond = self.grid.condition_keys[j]
@@ -95,7 +96,7 @@ class _Routes:
             m.keyset = keyset_sha256([grid.blocks[int(i)] for i in rows])
             m.columns = [self._column(route, j, rows) for j in range(self.k)]
             self._y[route] = values[rows].astype(np.int8)
-            self._rows = rows
+            self.complete_rows = rows
         elif route == "positional-truncation":
             y, rows = paired.positional_truncation(values)
             m.n = int(y.shape[0])
@@ -350,7 +351,7 @@ def _clustered(routes: _Routes, analysis: dict, grid: CellGrid, notes: list[str]
     y = routes.y("globally-complete")
     if y is None or y.shape[0] == 0:
         return out
-    rows = routes._rows
+    rows = routes.complete_rows
     conds = grid.condition_keys
     boot = analysis.get("bootstrap") or {}
     resamples, seed, level = (
@@ -416,13 +417,11 @@ def _clustered(routes: _Routes, analysis: dict, grid: CellGrid, notes: list[str]
                 )
         sums, sizes = cluster.cluster_sums(y, codes)
         if resamples:
-            from provgraph.stats.cluster import cluster_bootstrap_ratios, seed_for
-
-            ci = cluster_bootstrap_ratios(
+            ci = cluster.cluster_bootstrap_ratios(
                 sums,
                 np.repeat(sizes[:, None], len(conds), axis=1),
                 resamples,
-                seed_for(seed, "proportion_correct", unit),
+                cluster.seed_for(seed, "proportion_correct", unit),
                 level,
             )
             for jj, cond in enumerate(conds):
