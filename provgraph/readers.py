@@ -157,3 +157,32 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise _DuplicateKey(k)
         out[k] = v
     return out
+
+
+def record_problem(
+    value: Any, fields: dict[str, tuple[type, ...]], required: tuple[str, ...], what: str = "a JSON object"
+) -> str | None:
+    """Why a record does not have the expected shape (required keys, no unknown keys except
+    ``x_*``, value types), or None. A boolean is refused unless ``bool`` is listed itself."""
+    if not isinstance(value, dict):
+        return f"expected {what}, got {type(value).__name__}"
+    for key in required:
+        if key not in value:
+            return f"missing required key {key!r}"
+    unknown = sorted(k for k in value if k not in fields and not k.startswith("x_"))
+    if unknown:
+        return f"unknown key(s) {', '.join(unknown)} (allowed: {', '.join(fields)}, x_*)"
+    for key, kinds in fields.items():
+        if key not in value:
+            continue
+        v = value[key]
+        if not isinstance(v, kinds) or (isinstance(v, bool) and bool not in kinds):
+            want = " or ".join(
+                "null" if k is type(None) else _TYPE_NAMES.get(k.__name__, k.__name__) for k in kinds
+            )
+            shown = f" {v!r}" if isinstance(v, (str, int, float)) and len(repr(v)) <= 40 else ""
+            return f"{key} must be {want}, got {type(v).__name__}{shown}"
+    return None
+
+
+_TYPE_NAMES = {"Decimal": "number", "dict": "object", "list": "array"}

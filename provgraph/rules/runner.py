@@ -205,6 +205,7 @@ def run_check(
     started = dt.datetime.now(dt.UTC).replace(microsecond=0)
     t0 = time.perf_counter()
     project, base, in_force = contract_state(store)
+    prepare_derived(store, in_force)
     results = []
     for rule in rules:
         if rule.clause not in in_force and not explicit:
@@ -215,6 +216,17 @@ def run_check(
         if on_result:
             on_result(result)
     return CheckReport(results, in_force, base, project, started, time.perf_counter() - t0)
+
+
+def prepare_derived(store: Store, in_force: list[str]) -> None:
+    """Bring derived evidence up to date before the rules read it: the statistics the
+    analysis clause checks are recomputed from the graph (see :mod:`provgraph.stats`)."""
+    from provgraph.stats import materialize
+
+    if "analysis" in in_force:
+        materialize.refresh(store)
+    else:
+        materialize.drop_if_stale(store)
 
 
 def record_check(store: Store, report: CheckReport) -> list[str]:

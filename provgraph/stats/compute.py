@@ -1,0 +1,448 @@
+"""Statistics of a keyed cell grid: the cohort routes, the omnibus test, the declared families
+of pairwise tests with their adjustments, and cluster-aware inference.
+
+Each statistic is derived from the matrix *columns* it used, and each column records exactly
+which cells it holds, so a McNemar test of conditions A and B points at the A and B cells of
+its cohort and nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from provgraph.stats import cluster, paired
+from provgraph.stats.cells import CellGrid
+from provgraph.stats.model import Stat
+from provgraph.terms import IRI, mint
+
+ROUTE_METHOD = {
+    "globally-complete": "blocks with a cell in every condition, joined by (case, finding)",
+    "pairwise-available": "blocks with a cell in both conditions of the pair, joined by (case, finding)",
+    "positional-truncation": "historical route: missing cells dropped per condition, columns cut to the "
+    "shortest and paired by position (not by key)",
+}
+VARIANT_METHOD = {
+    "asymptotic": "McNemar chi-square (b-c)^2/(b+c), 1 df",
+    "continuity-corrected": "McNemar chi-square with continuity correction (|b-c|-1)^2/(b+c), 1 df",
+    "exact": "McNemar exact two-sided binomial",
+    "mid-p": "McNemar exact mid-p",
+}
+ADJUST_METHOD = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg"}
+
+
+def keyset_sha256(blocks: list[tuple[str, str]]) -> str:
+    text = "".join(f"{c}\t{f}\n" for c, f in sorted(blocks))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Column:
+    iri: IRI
+    condition: str
+    cells: list[IRI]
+    keyset: str
+
+
+@dataclass
+class Matrix:
+    iri: IRI
+    route: str
+    n: int
+    block_count: int
+    conditions: list[str]
+    columns: list[Column] = field(default_factory=list)
+    keyset: str | None = None
+    mispaired: int | None = None
+    missing: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+@dataclass
+class CellResults:
+    matrices: list[Matrix]
+    stats: list[Stat]
+    notes: list[str]
+
+
+class _Routes:
+    """Computes each cohort route once and hands out its pairwise results and columns."""
+
+    def __init__(self, grid: CellGrid, base: str) -> None:
+        self.grid, self.base = grid, base
+        self.k = len(grid.condition_keys)
+        self.matrices: dict[str, Matrix] = {}
+        self._pairwise: dict[str, tuple[paired.PairwiseResult, list[list[Column]]]] = {}
+        self._y: dict[str, np.ndarray] = {}
+        self.complete_rows = np.empty(0, dtype=np.int64)  # set with the globally complete matrix
+
+    def _column(self, route: str, j: int, rows: np.ndarray, *extra: str) -> Column:
+        cond = self.grid.condition_keys[j]
+        cells = [self.grid.cells[(int(i), j)].iri for i in rows]
+        blocks = [self.grid.blocks[int(i)] for i in rows]
+        iri = mint(self.base, "matrix", route, *extra, "column", cond)
+        return Column(iri, cond, cells, keyset_sha256(blocks))
+
+    def matrix(self, route: str) -> Matrix:
+        if route in self.matrices:
+            return self.matrices[route]
+        grid, values = self.grid, self.grid.values
+        iri = mint(self.base, "matrix", route)
+        m = Matrix(iri, route, 0, len(grid.blocks), list(grid.condition_keys), missing=dict(grid.missing))
+        if route == "globally-complete":
+            rows = paired.complete_rows(values)
+            m.n = int(rows.size)
+            m.keyset = keyset_sha256([grid.blocks[int(i)] for i in rows])
+            m.columns = [self._column(route, j, rows) for j in range(self.k)]
+            self._y[route] = values[rows].astype(np.int8)
+            self.complete_rows = rows
+        elif route == "positional-truncation":
+            y, rows = paired.positional_truncation(values)
+            m.n = int(y.shape[0])
+            m.mispaired = paired.mispaired_positions(rows)
+            m.columns = [self._column(route, j, rows[:, j]) for j in range(self.k)]
+            self._y[route] = y
+        elif route == "pairwise-available":
+            result, pair_rows = paired.pairwise_available(values)
+            columns = []
+            for p, rows in enumerate(pair_rows):
+                a, b = int(result.i[p]), int(result.j[p])
+                keys = (grid.condition_keys[a], grid.condition_keys[b])
+                columns.append(
+                    [self._column(route, a, rows, "pair", *keys), self._column(route, b, rows, "pair", *keys)]
+                )
+            m.columns = [c for pair in columns for c in pair]
+            m.n = int(result.n.max()) if result.n.size else 0
+            self._pairwise[route] = (result, columns)
+        else:
+            raise ValueError(f"unknown cohort route {route!r}")
+        self.matrices[route] = m
+        return m
+
+    def y(self, route: str) -> np.ndarray | None:
+        self.matrix(route)
+        return self._y.get(route)
+
+    def pairwise(self, route: str) -> tuple[paired.PairwiseResult, list[list[Column]]]:
+        m = self.matrix(route)
+        if route not in self._pairwise:
+            result = paired.pairwise_complete(self._y[route])
+            by_cond = {c.condition: c for c in m.columns}
+            cols = [
+                [by_cond[self.grid.condition_keys[int(a)]], by_cond[self.grid.condition_keys[int(b)]]]
+                for a, b in zip(result.i, result.j, strict=True)
+            ]
+            self._pairwise[route] = (result, cols)
+        return self._pairwise[route]
+
+
+def compute(grid: CellGrid, analysis: dict, base: str) -> CellResults:
+    routes = _Routes(grid, base)
+    conds = grid.condition_keys
+    k = len(conds)
+    stats: list[Stat] = []
+    notes = list(grid.notes)
+    primary = analysis.get("cohort_rule", "globally-complete")
+    sensitivity = [r for r in analysis.get("sensitivity", []) if r != primary]
+    alpha = float(analysis.get("alpha", 0.05))
+    if k < 2:
+        notes.append(f"{k} condition(s): no paired statistics")
+        routes.matrix("globally-complete")
+        return CellResults(list(routes.matrices.values()), stats, notes)
+
+    # The omnibus test is defined on one common cohort: the globally complete blocks.
+    omnibus_routes = ["globally-complete"] + [r for r in sensitivity if r == "positional-truncation"]
+    primary_q: dict[str, Stat] = {}
+    for route in omnibus_routes:
+        m = routes.matrix(route)
+        y = routes.y(route)
+        role = "primary" if route == "globally-complete" else "sensitivity"
+        inputs = tuple(c.iri for c in m.columns)
+        for j, col in enumerate(m.columns):
+            stats.append(
+                Stat(
+                    "proportion_correct",
+                    float(y[:, j].mean()) if y.shape[0] else float("nan"),
+                    "share of the cohort's blocks whose cell is 1 (TP or TN)",
+                    n=int(y.shape[0]),
+                    route=route,
+                    conditions=(conds[j],),
+                    role=role,
+                    inputs=(col.iri,),
+                    keyset=col.keyset,
+                    cohort=m.iri,
+                )
+            )
+        if not analysis.get("omnibus", True) or y.shape[0] == 0:
+            continue
+        q = paired.cochran_q(y)
+        common = {
+            "n": q.n,
+            "route": route,
+            "df": q.df,
+            "role": role,
+            "inputs": inputs,
+            "keyset": m.keyset,
+            "cohort": m.iri,
+        }
+        method = f"Cochran's Q over {k} conditions, chi-square({q.df}) reference; {ROUTE_METHOD[route]}"
+        for name, value in (("cochran_q", q.q), ("cochran_q_p", q.p)):
+            s = Stat(name, value, method, **common)  # type: ignore[arg-type]
+            if role == "primary":
+                primary_q[name] = s
+            else:
+                s.sensitivity_for = primary_q.get(name)
+            stats.append(s)
+
+    families = analysis.get("family") or [
+        {
+            "name": "all-pairs",
+            "test": "mcnemar",
+            "adjustments": ["holm", "bonferroni", "bh"],
+            "implicit": True,
+        }
+    ]
+    pair_stats: dict[tuple, Stat] = {}
+    for fam in families:
+        stats += _family(routes, fam, primary, sensitivity, alpha, pair_stats, notes)
+    stats += list(pair_stats.values())
+    stats += _clustered(routes, analysis, grid, notes)
+    return CellResults(list(routes.matrices.values()), stats, notes)
+
+
+def _family_pairs(fam: dict, conds: list[str], notes: list[str]) -> np.ndarray:
+    """Positions (in pair_index order) of the family's pairs."""
+    i, j = paired.pair_index(len(conds))
+    if not fam.get("pairs"):
+        return np.arange(i.size)
+    position = {(conds[a], conds[b]): p for p, (a, b) in enumerate(zip(i, j, strict=True))}
+    out = []
+    for a, b in fam["pairs"]:
+        p = position.get((a, b), position.get((b, a)))
+        if p is None:
+            notes.append(f"family {fam['name']}: pair {a} vs {b} has no two columns in the matrix")
+        else:
+            out.append(p)
+    return np.array(sorted(set(out)), dtype=np.int64)
+
+
+def _family(
+    routes: _Routes,
+    fam: dict,
+    primary: str,
+    sensitivity: list[str],
+    alpha: float,
+    pair_stats: dict[tuple, Stat],
+    notes: list[str],
+) -> list[Stat]:
+    conds = routes.grid.condition_keys
+    name = fam["name"]
+    family_route = fam.get("cohort_rule") or primary
+    todo = [family_route] + [r for r in sensitivity if r != family_route]
+    positions = _family_pairs(fam, conds, notes)
+    out: list[Stat] = []
+    primary_by_key: dict[tuple, Stat] = {}
+    for route in todo:
+        role = "primary" if route == family_route else "sensitivity"
+        m = routes.matrix(route)
+        result, columns = routes.pairwise(route)
+        used: list[IRI] = []
+        for p in positions:
+            a, b = conds[int(result.i[p])], conds[int(result.j[p])]
+            inputs = tuple(c.iri for c in columns[p])
+            used += inputs
+            keyset = columns[p][0].keyset
+            for variant, (stat, pv) in result.variants.items():
+                entries = [("mcnemar_p", float(pv[p]))]
+                if variant in ("asymptotic", "continuity-corrected"):
+                    entries.append(("mcnemar_chi2", float(stat[p])))
+                for stat_name, value in entries:
+                    s = Stat(
+                        stat_name,
+                        value,
+                        f"{VARIANT_METHOD[variant]} (b={int(result.b[p])}, c={int(result.c[p])}); "
+                        f"{ROUTE_METHOD[route]}",
+                        n=int(result.n[p]),
+                        route=route,
+                        variant=variant,
+                        conditions=(a, b),
+                        role=role,
+                        inputs=inputs,
+                        keyset=keyset,
+                        cohort=m.iri,
+                    )
+                    ident = s.identity()
+                    if ident in pair_stats:
+                        continue
+                    pair_stats[ident] = s
+        size = int(positions.size)
+        family_inputs = tuple(dict.fromkeys(used))
+        ns = {int(result.n[p]) for p in positions}
+        for variant, (_, pv) in result.variants.items():
+            pvals = pv[positions]
+            counts = [("none", pvals)]
+            for adjustment in fam.get("adjustments", ["holm"]):
+                adjusted = paired.adjust(pvals, adjustment)
+                counts.append((adjustment, adjusted))
+                for p, value in zip(positions, adjusted, strict=True):
+                    a, b = conds[int(result.i[p])], conds[int(result.j[p])]
+                    s = Stat(
+                        "mcnemar_p_adjusted",
+                        float(value),
+                        f"{ADJUST_METHOD[adjustment]} over the {size} tests of family {name}; "
+                        f"{VARIANT_METHOD[variant]}",
+                        n=int(result.n[p]),
+                        route=route,
+                        variant=variant,
+                        conditions=(a, b),
+                        adjustment=adjustment,
+                        family=name,
+                        family_size=size,
+                        role=role,
+                        inputs=family_inputs,
+                        keyset=columns[p][0].keyset,
+                        cohort=m.iri,
+                    )
+                    out.append(_link(s, role, primary_by_key))
+            for adjustment, values in counts:
+                s = Stat(
+                    "significant_count",
+                    float(int((values < alpha).sum())),
+                    f"tests of family {name} with "
+                    f"{'unadjusted' if adjustment == 'none' else ADJUST_METHOD[adjustment]} "
+                    f"p < {alpha}; {VARIANT_METHOD[variant]}",
+                    n=min(ns) if len(ns) == 1 else None,
+                    route=route,
+                    variant=variant,
+                    adjustment=adjustment,
+                    family=name,
+                    family_size=size,
+                    alpha=alpha,
+                    role=role,
+                    inputs=family_inputs,
+                    keyset=m.keyset,
+                    cohort=m.iri,
+                )
+                out.append(_link(s, role, primary_by_key))
+    for s in pair_stats.values():
+        if s.role == "sensitivity" and s.sensitivity_for is None:
+            key = (s.name, s.conditions, s.variant)
+            for t in pair_stats.values():
+                if t.role == "primary" and (t.name, t.conditions, t.variant) == key:
+                    s.sensitivity_for = t
+                    break
+    return out
+
+
+def _link(s: Stat, role: str, primary_by_key: dict[tuple, Stat]) -> Stat:
+    key = (s.name, s.conditions, s.variant, s.adjustment, s.family)
+    if role == "primary":
+        primary_by_key[key] = s
+    else:
+        s.sensitivity_for = primary_by_key.get(key)
+    return s
+
+
+def _clustered(routes: _Routes, analysis: dict, grid: CellGrid, notes: list[str]) -> list[Stat]:
+    """Cluster-aware inference on the globally complete cohort, by study and by patient."""
+    out: list[Stat] = []
+    m = routes.matrix("globally-complete")
+    y = routes.y("globally-complete")
+    if y is None or y.shape[0] == 0:
+        return out
+    rows = routes.complete_rows
+    conds = grid.condition_keys
+    boot = analysis.get("bootstrap") or {}
+    resamples, seed, level = (
+        int(boot.get("resamples", 10000)),
+        int(boot.get("seed", 0)),
+        float(boot.get("level", 0.95)),
+    )
+    inputs = tuple(c.iri for c in m.columns)
+    for unit in analysis.get("clusters", []):
+        cases = [grid.blocks[int(i)][0] for i in rows]
+        if unit == "study":
+            labels = cases
+        else:
+            missing = sorted({c for c in cases if c not in grid.patients})
+            if missing:
+                notes.append(
+                    f"no clustering by patient: {len(missing)} case(s) of the cohort have no pg:patient link "
+                    f"(e.g. {missing[0]})"
+                )
+                continue
+            labels = [grid.patients[c] for c in cases]
+        codes = np.unique(np.array(labels, dtype=object), return_inverse=True)[1]
+        common = {"route": "globally-complete", "cluster": unit, "cohort": m.iri, "keyset": m.keyset}
+        if analysis.get("omnibus", True):
+            q = cluster.clustered_cochran(y, codes)
+            method = (
+                f"cluster-robust score test of equal proportions across {len(conds)} conditions "
+                f"(row-centred {unit} totals, chi-square({q.df})); "
+                "reduces to McNemar/Durkalski for 2 conditions"
+            )
+            for name, value in (("cochran_q", q.statistic), ("cochran_q_p", q.p)):
+                out.append(
+                    Stat(
+                        name,
+                        value,
+                        method,
+                        n=int(y.shape[0]),
+                        variant="cluster-robust",
+                        df=q.df,
+                        cluster_count=q.clusters,
+                        inputs=inputs,
+                        **common,
+                    )  # type: ignore[arg-type]
+                )
+        stat, p, g = cluster.clustered_mcnemar(y, codes)
+        i, j = paired.pair_index(len(conds))
+        for pos in range(i.size):
+            a, b = int(i[pos]), int(j[pos])
+            pair_inputs = (m.columns[a].iri, m.columns[b].iri)
+            for name, value in (("mcnemar_chi2", stat[pos]), ("mcnemar_p", p[pos])):
+                out.append(
+                    Stat(
+                        name,
+                        float(value),
+                        f"clustered McNemar (Durkalski 2003), clusters = {unit}, chi-square(1)",
+                        n=int(y.shape[0]),
+                        variant="clustered",
+                        conditions=(conds[a], conds[b]),
+                        cluster_count=int(g[pos]),
+                        inputs=pair_inputs,
+                        **common,
+                    )  # type: ignore[arg-type]
+                )
+        sums, sizes = cluster.cluster_sums(y, codes)
+        if resamples:
+            ci = cluster.cluster_bootstrap_ratios(
+                sums,
+                np.repeat(sizes[:, None], len(conds), axis=1),
+                resamples,
+                cluster.seed_for(seed, "proportion_correct", unit),
+                level,
+            )
+            for jj, cond in enumerate(conds):
+                for name, value in (
+                    ("proportion_correct_ci_low", ci.low[jj]),
+                    ("proportion_correct_ci_high", ci.high[jj]),
+                ):
+                    out.append(
+                        Stat(
+                            name,
+                            float(value),
+                            f"{level:.0%} percentile interval, cluster bootstrap resampling {unit} clusters "
+                            f"({resamples} resamples, seed {seed})",
+                            n=int(y.shape[0]),
+                            conditions=(cond,),
+                            cluster_count=ci.clusters,
+                            resamples=resamples,
+                            seed=seed,
+                            level=level,
+                            inputs=(m.columns[jj].iri,),
+                            **common,
+                        )  # type: ignore[arg-type]
+                    )
+    return out

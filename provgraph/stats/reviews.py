@@ -1,0 +1,268 @@
+"""Reviewer-benchmark statistics from ``pg:Review`` and ``pg:AnswerKeyEntry`` nodes.
+
+Per condition: every metric for each run on its own (``single-run``), and with several runs
+also over all runs (``pooled-runs``) and on the per-script majority vote (``majority-vote``),
+each with a cluster-bootstrap interval resampling flaw categories; the per-script vote counts;
+and accuracy by confidence tier. Each statistic derives from a ``pg:ReviewSet`` whose members
+are exactly the reviews (with a verdict) and answer-key entries it used.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from provgraph.stats import reviewer
+from provgraph.stats.cells import PREFIXES, key_of
+from provgraph.stats.cluster import seed_for
+from provgraph.stats.model import Stat
+from provgraph.store.base import Store
+from provgraph.terms import IRI, mint
+
+METRIC_METHOD = {
+    "detection_rate": "flawed scripts flagged FAIL / flawed scripts with a verdict",
+    "false_positive_rate": "sound scripts flagged FAIL / sound scripts with a verdict",
+    "precision": "FAIL verdicts on flawed scripts / all FAIL verdicts",
+    "f1": "2 TP / (2 TP + FP + FN)",
+    "accuracy": "correct verdicts / verdicts",
+    "category_detection_rate": "categories with more than half of their flawed variants flagged FAIL"
+    " / categories",
+}
+VARIANT_TEXT = {
+    "single-run": "one run",
+    "pooled-runs": "all runs pooled (reviews as units)",
+    "majority-vote": "majority vote of the runs per script",
+}
+
+
+@dataclass
+class ReviewSet:
+    iri: IRI
+    members: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ReviewResults:
+    stats: list[Stat]
+    sets: list[ReviewSet]
+    notes: list[str]
+
+
+def reviewer_statistics(store: Store, base: str, analysis: dict) -> ReviewResults | None:
+    reviews = store.select(
+        PREFIXES
+        + """SELECT ?review ?case ?condition ?replicate ?verdict ?confidence WHERE {
+               ?review a pg:Review ; pg:case ?case ; pg:condition ?condition .
+               OPTIONAL { ?review pg:replicate ?replicate } OPTIONAL { ?review pg:verdict ?verdict }
+               OPTIONAL { ?review pg:confidence ?confidence } }"""
+    )
+    if not reviews:
+        return None
+    entries = store.select(
+        PREFIXES
+        + """SELECT ?entry ?case ?flawed ?category WHERE {
+               ?entry a pg:AnswerKeyEntry ; pg:case ?case ; pg:isFlawed ?flawed ; pg:category ?category }"""
+    )
+    notes: list[str] = []
+    key: dict[str, tuple[str, bool, str]] = {}
+    for r in entries:
+        case = key_of(r["case"].value, base, "case")  # type: ignore[union-attr]
+        key[case] = (r["entry"].value, r["flawed"].value == "true", r["category"].value)  # type: ignore[union-attr]
+    if not key:
+        return ReviewResults(
+            [], [], ["reviews found but no answer key (pg:AnswerKeyEntry): no reviewer statistics"]
+        )
+    scripts = sorted(key)
+    script_code = {s: i for i, s in enumerate(scripts)}
+    categories = sorted({v[2] for v in key.values()})
+    category_code = {c: i for i, c in enumerate(categories)}
+    flawed = np.array([key[s][1] for s in scripts])
+    category = np.array([category_code[key[s][2]] for s in scripts])
+
+    by_condition: dict[str, dict[int, dict[str, tuple[str, int, str]]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
+    unkeyed = 0
+    for r in reviews:
+        case = key_of(r["case"].value, base, "case")  # type: ignore[union-attr]
+        if case not in key:
+            unkeyed += 1
+            continue
+        cond = key_of(r["condition"].value, base, "condition")  # type: ignore[union-attr]
+        run = int(r["replicate"].value) if r["replicate"] else 1  # type: ignore[union-attr]
+        verdict = r["verdict"].value.strip().upper() if r["verdict"] else ""  # type: ignore[union-attr]
+        code = reviewer.FAIL if verdict == "FAIL" else reviewer.PASS if verdict == "PASS" else reviewer.NONE
+        confidence = r["confidence"].value.strip().upper() if r["confidence"] else ""  # type: ignore[union-attr]
+        by_condition[cond][run][case] = (r["review"].value, code, confidence)  # type: ignore[union-attr]
+    if unkeyed:
+        notes.append(f"{unkeyed} review(s) of scripts the answer key does not list are left out")
+
+    boot = analysis.get("bootstrap") or {}
+    resamples, seed, level = (
+        int(boot.get("resamples", 10000)),
+        int(boot.get("seed", 0)),
+        float(boot.get("level", 0.95)),
+    )
+    stats: list[Stat] = []
+    sets: list[ReviewSet] = []
+    for cond in sorted(by_condition):
+        runs = by_condition[cond]
+        for run in sorted(runs):
+            chosen = runs[run]
+            idx = np.array([script_code[s] for s in chosen], dtype=np.int64)
+            verdict = np.array([chosen[s][1] for s in chosen], dtype=np.int64)
+            rset = _set(base, cond, "single-run", run, [chosen[s] for s in chosen], key, list(chosen))
+            sets.append(rset)
+            stats += _summary(
+                cond, "single-run", run, verdict, flawed[idx], category[idx], rset, resamples, seed, level
+            )
+        if len(runs) > 1:
+            all_rows = [(s, run, v) for run, chosen in runs.items() for s, v in chosen.items()]
+            idx = np.array([script_code[s] for s, _, _ in all_rows], dtype=np.int64)
+            verdict = np.array([v[1] for _, _, v in all_rows], dtype=np.int64)
+            rset = _set(
+                base, cond, "pooled-runs", None, [v for _, _, v in all_rows], key, [s for s, _, _ in all_rows]
+            )
+            sets.append(rset)
+            stats += _summary(
+                cond, "pooled-runs", None, verdict, flawed[idx], category[idx], rset, resamples, seed, level
+            )
+            votes = reviewer.majority_vote(idx, verdict, len(scripts))
+            present = np.flatnonzero(np.bincount(idx, minlength=len(scripts)) > 0)
+            stats += _summary(
+                cond,
+                "majority-vote",
+                None,
+                votes.majority[present],
+                flawed[present],
+                category[present],
+                rset,
+                resamples,
+                seed,
+                level,
+            )
+            for p in present:
+                case = scripts[int(p)]
+                per_script = ReviewSet(mint(base, "review-set", cond, "script", case))
+                per_script.members = [
+                    runs[run][case][0]
+                    for run in runs
+                    if case in runs[run] and runs[run][case][1] != reviewer.NONE
+                ]
+                per_script.members.append(key[case][0])
+                sets.append(per_script)
+                valid = int(votes.valid[p])
+                for name, value, text in (
+                    ("fail_votes", float(votes.fail_votes[p]), "runs with a FAIL verdict"),
+                    (
+                        "agreement_rate",
+                        float(votes.agreement[p]),
+                        "share of the runs' verdicts that agree with the majority",
+                    ),
+                    (
+                        "majority_verdict_fail",
+                        1.0
+                        if votes.majority[p] == reviewer.FAIL
+                        else 0.0
+                        if votes.majority[p] == reviewer.PASS
+                        else float("nan"),
+                        "1 when more than half of the runs said FAIL, 0 when fewer, undefined on a tie",
+                    ),
+                ):
+                    stats.append(
+                        Stat(
+                            name,
+                            value,
+                            text,
+                            n=valid,
+                            conditions=(cond,),
+                            case=case,
+                            inputs=(per_script.iri,),
+                        )
+                    )
+        # accuracy by confidence tier, over every review of the condition
+        all_rows = [(s, v) for chosen in runs.values() for s, v in chosen.items()]
+        idx = np.array([script_code[s] for s, _ in all_rows], dtype=np.int64)
+        verdict = np.array([v[1] for _, v in all_rows], dtype=np.int64)
+        tiers = np.array([v[2] for _, v in all_rows], dtype=object)
+        for tier, (n, correct, fps) in reviewer.accuracy_by_tier(verdict, flawed[idx], tiers).items():
+            tset = ReviewSet(mint(base, "review-set", cond, "confidence", tier))
+            tset.members = [v[0] for _, v in all_rows if v[2] == tier and v[1] != reviewer.NONE]
+            tset.members += sorted({key[s][0] for s, v in all_rows if v[2] == tier and v[1] != reviewer.NONE})
+            sets.append(tset)
+            stats.append(
+                Stat(
+                    "accuracy",
+                    correct / n,
+                    f"correct verdicts / verdicts given with {tier} confidence",
+                    n=n,
+                    variant="by-confidence",
+                    conditions=(cond,),
+                    confidence=tier,
+                    inputs=(tset.iri,),
+                )
+            )
+            stats.append(
+                Stat(
+                    "false_positive_count",
+                    float(fps),
+                    f"FAIL verdicts on sound scripts given with {tier} confidence",
+                    n=n,
+                    variant="by-confidence",
+                    conditions=(cond,),
+                    confidence=tier,
+                    inputs=(tset.iri,),
+                )
+            )
+        missing = int((verdict == reviewer.NONE).sum())
+        stats.append(
+            Stat(
+                "reviews_without_verdict",
+                float(missing),
+                "reviews whose call failed or could not be parsed",
+                n=int(verdict.size),
+                conditions=(cond,),
+            )
+        )
+    return ReviewResults(stats, sets, notes)
+
+
+def _set(base, cond, variant, run, values, key, scripts) -> ReviewSet:
+    keys = [cond, variant] + ([f"run={run}"] if run is not None else [])
+    rset = ReviewSet(mint(base, "review-set", *keys))
+    rset.members = [v[0] for v in values if v[1] != reviewer.NONE]
+    rset.members += sorted({key[s][0] for s, v in zip(scripts, values, strict=True) if v[1] != reviewer.NONE})
+    return rset
+
+
+def _summary(cond, variant, run, verdict, flawed, category, rset, resamples, seed, level) -> list[Stat]:
+    summary = reviewer.summarise(
+        verdict, flawed, category, resamples, seed_for(seed, cond, variant, run), level
+    )
+    out = []
+    where = VARIANT_TEXT[variant] + (f" {run}" if run is not None else "")
+    names = [*reviewer.METRICS, "category_detection_rate"]
+    for col, name in enumerate(names):
+        value, n = summary.values[name]
+        common = {"variant": variant, "replicate": run, "conditions": (cond,), "inputs": (rset.iri,)}
+        out.append(Stat(name, value, f"{METRIC_METHOD[name]}; {where}", n=n, **common))  # type: ignore[arg-type]
+        if summary.ci is not None:
+            for suffix, bound in (("ci_low", summary.ci.low[col]), ("ci_high", summary.ci.high[col])):
+                out.append(
+                    Stat(
+                        f"{name}_{suffix}",
+                        float(bound),
+                        f"{level:.0%} percentile interval, cluster bootstrap resampling flaw categories "
+                        f"({resamples} resamples, seed {seed}); {where}",
+                        n=n,
+                        cluster="category",
+                        cluster_count=summary.ci.clusters,
+                        resamples=resamples,
+                        seed=seed,
+                        level=level,
+                        **common,
+                    )  # type: ignore[arg-type]
+                )
+    return out
