@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from provgraph.lineage import STATUSES
 from provgraph.store.base import Store
 from provgraph.vocab import PG_NS, RDFS_NS
 
@@ -27,8 +28,8 @@ VIEW_POSITION = PG_NS + "viewPosition"
 OUTPUT_STATES = ("nonempty", "zero-byte", "missing", "failed", "no terminal record")
 _OUTPUT_CODES = {4: "nonempty", 3: "zero-byte", 2: "missing", 1: "failed", 0: "no terminal record"}
 
-#: Claim statuses of the audit, in order of severity; "not assessed" before lineage decides.
-CLAIM_STATUSES = ("retained", "restricted", "unverifiable", "withdrawn", "not assessed")
+#: Claim statuses of the audit, in order of severity (decided by lineage).
+CLAIM_STATUSES = STATUSES
 
 
 def _int(term) -> int:
@@ -286,21 +287,10 @@ def claims(store: Store) -> list[ClaimRow] | None:
 
 
 def claim_status_function(store: Store):
-    """``iri -> status`` from the lineage engine, or "not assessed" while it is not installed."""
-    try:
-        from provgraph import lineage  # type: ignore[attr-defined]
-    except ImportError:
-        return lambda iri: "not assessed"
+    """``iri -> status`` decided by lineage (the worst rule that fired upstream)."""
+    from provgraph import lineage
 
     def status(iri: str) -> str:
-        return str(getattr(lineage.trace(store, iri), "status", None) or "not assessed")
+        return lineage.trace(store, iri).status
 
     return status
-
-
-def lineage_available() -> bool:
-    try:
-        from provgraph import lineage  # type: ignore[attr-defined]  # noqa: F401
-    except ImportError:
-        return False
-    return True

@@ -287,6 +287,18 @@ XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 # --- tracing ----------------------------------------------------------------------------
 
 
+def inverse_properties(store: Store) -> dict[str, str]:
+    """Properties lineage walks backwards (``pg:lineageInverse true``): IRI -> label."""
+    rows = store.select(
+        f"""SELECT DISTINCT ?p ?label WHERE {{ ?p <{PG_NS}lineageInverse> true .
+              OPTIONAL {{ ?p <{RDFS_NS}label> ?label }} }}"""
+    )
+    return {
+        r["p"].value: f"{r['label'].value if r['label'] else r['p'].value.rsplit('#', 1)[-1]} of"  # type: ignore[union-attr]
+        for r in rows
+    }
+
+
 def lineage_properties(store: Store) -> dict[str, str]:
     """Every lineage property (IRI -> label): the PROV roots and their sub-properties."""
     values = " ".join(f"<{p}>" for p in LINEAGE_ROOTS)
@@ -309,6 +321,8 @@ def trace(store: Store, iri: str, max_nodes: int = 5000) -> Lineage:
     """
     props = lineage_properties(store)
     prop_values = " ".join(f"<{p}>" for p in props)
+    inverse = inverse_properties(store)
+    inverse_values = " ".join(f"<{p}>" for p in inverse)
     seen = {iri}
     order = [iri]
     edges: list[Edge] = []
@@ -323,8 +337,16 @@ def trace(store: Store, iri: str, max_nodes: int = 5000) -> Lineage:
         )
         found = [(r["s"].value, r["p"].value, r["o"].value, False) for r in rows]  # type: ignore[union-attr]
         found += _inferred_statistics(store, batch)
+        if inverse_values:  # e.g. an output file comes from the call records that name it
+            rows = store.select(
+                f"""SELECT DISTINCT ?s ?p ?o WHERE {{ VALUES ?s {{ {values} }}
+                      VALUES ?p {{ {inverse_values} }} ?o ?p ?s . FILTER(isIRI(?o)) }}
+                    ORDER BY ?s ?p ?o"""
+            )
+            found += [(r["s"].value, r["p"].value, r["o"].value, False) for r in rows]  # type: ignore[union-attr]
         for s, p, o, inferred in found:
-            edges.append(Edge(s, o, p, props.get(p, "recomputed as"), inferred))
+            label = inverse.get(p) if p in inverse else props.get(p, "recomputed as")
+            edges.append(Edge(s, o, p, label, inferred))
             if o not in seen:
                 if len(seen) >= max_nodes:
                     truncated = True

@@ -25,7 +25,6 @@ CLAIM_COLOURS = {
     "restricted": WARN,
     "unverifiable": MUTED,
     "withdrawn": BAD,
-    "not assessed": "#C8CCD2",
 }
 _RC = {
     "svg.fonttype": "none",
@@ -185,7 +184,7 @@ def claims_plot(rows: list[ClaimRow]) -> str:
 
     counts = {s: 0 for s in CLAIM_STATUSES}
     for r in rows:
-        counts[r.status if r.status in counts else "not assessed"] += 1
+        counts[r.status] += 1
     shown = [s for s in CLAIM_STATUSES if counts[s]]
     with _rc():
         fig = _figure(4.0, 0.6 + 0.4 * len(shown))

@@ -392,6 +392,24 @@ def _statistics(store: Store) -> str:
 {alone}</div></section>"""
 
 
+#: Focus nodes whose full lineage is drawn into the report (the rest get the command to run).
+LINEAGE_TRACED = 60
+
+
+def _lineage_note(store: Store, focus: str, base: str, traced: bool) -> str:
+    command = f"<p class='sub'>Lineage: <code>provgraph lineage {esc(focus)}</code></p>"
+    if not traced:
+        return command
+    from provgraph import lineage
+
+    trace = lineage.trace(store, focus, max_nodes=200)
+    tree = lineage.render_tree(trace, base)
+    return (
+        f"<p><b>Lineage</b> (status <span class='status-{esc(trace.status)}'>{esc(trace.status)}</span>):"
+        f"</p><pre class='lineage'>{esc(tree)}</pre>{command}"
+    )
+
+
 def _claims(store: Store) -> str:
     rows = accounting.claims(store)
     if rows is None:
@@ -399,10 +417,9 @@ def _claims(store: Store) -> str:
 <div class="panel absent" id="panel-claims"><p>Not in the graph: no claims (<code>pg:Claim</code>).
 Import the manuscript or released text to trace its numbers (release clause).</p></div></section>"""
     note = (
-        ""
-        if accounting.lineage_available()
-        else "<p class='sub'>Statuses are decided by lineage, which is not installed: claims show "
-        "as not assessed.</p>"
+        "<p class='sub'>Each status is the strongest limitation lineage finds upstream of the "
+        "claim: a fail rule withdraws it, a restrict rule restricts it, missing evidence makes "
+        "it unverifiable.</p>"
     )
     body = "".join(
         f"<tr><td class='num'>{esc(r.value or '—')}</td><td>{esc(r.name or '—')}</td>"
@@ -463,9 +480,8 @@ def _nodes(store: Store, check: CheckReport, listed: list[tuple[RuleResult, Viol
     foci = sorted(by_focus)
     info = _node_facts(store, foci)
     names = node_names(store, [o for facts in info.values() for _, o in facts["links"]])
-    lineage = accounting.lineage_available()
     sections = []
-    for focus in foci:
+    for number, focus in enumerate(foci):
         facts = info.get(focus, {"types": [], "links": []})
         types = ", ".join(esc(t) for t in facts["types"]) or "not described by any import"
         flags = "".join(
@@ -478,12 +494,7 @@ def _nodes(store: Store, check: CheckReport, listed: list[tuple[RuleResult, Viol
             for p, o in facts["links"]
         )
         came_from = f"<ul>{links}</ul>" if links else "<p class='sub'>no recorded sources</p>"
-        lineage_note = (
-            f"<p>Lineage: <code>provgraph lineage {esc(focus)}</code></p>"
-            if lineage
-            else "<p class='sub'>Full lineage to source files will appear here once the lineage "
-            "engine is installed.</p>"
-        )
+        lineage_note = _lineage_note(store, focus, check.base_iri, number < LINEAGE_TRACED)
         sections.append(
             f"""<div class="node" id="{anchor(focus)}">
 <h3 class="iri">{esc(check.short(focus))}</h3>

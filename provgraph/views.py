@@ -796,14 +796,8 @@ def lineage_view(store: Store, target: str, marks: Sequence[Mark] | None = None)
     ``source``, ``prop`` and ``target``, plus a ``status``): the traversal lives there, the
     drawing here (:func:`subgraph`).
     """
-    try:
-        from provgraph import lineage  # type: ignore[attr-defined]
-    except ImportError as err:
-        raise UsageError(
-            "the lineage view is not available yet: it needs provgraph.lineage (the lineage "
-            "engine), which this installation does not have; `provgraph viz` without TARGET "
-            "draws the whole graph"
-        ) from err
+    from provgraph import lineage
+
     matches = lineage.resolve(store, target)
     if not matches:
         raise UsageError(f"{target!r} matches no node or reported number in the graph")

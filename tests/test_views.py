@@ -3,7 +3,6 @@ with and without graphviz, on real stores holding the output-gate example."""
 
 from __future__ import annotations
 
-import importlib.util
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -20,7 +19,6 @@ PG = PG_NS
 BASE = "https://example.org/output-gate-flawed/"
 HAS_DOT = dot.dot_program() is not None
 needs_dot = pytest.mark.skipif(not HAS_DOT, reason="graphviz `dot` is not installed (.ci/run installs it)")
-LINEAGE_LANDED = importlib.util.find_spec("provgraph.lineage") is not None
 
 
 def by_class(view, local: str, absent: bool = False):
@@ -192,14 +190,19 @@ def test_subgraph_draws_given_nodes_one_box_each(tmp_path: Path) -> None:
     assert "bold" in text and "lineage of C002" in text
 
 
-@pytest.mark.skipif(LINEAGE_LANDED, reason="provgraph.lineage exists: TARGET is wired to it")
-def test_lineage_view_says_it_is_not_available_yet(cli, tmp_path: Path) -> None:
+def test_viz_draws_the_lineage_of_a_target(cli, tmp_path: Path) -> None:
     root = copy_bundle(EXAMPLE / "flawed", tmp_path / "flawed")
     cli("-C", str(root), "ingest")
-    r = cli("-C", str(root), "viz", "182.29")
-    assert r.code == 2
-    assert "the lineage view is not available yet" in r.err
-    assert len(r.err.strip().splitlines()) == 1
+    cli("-C", str(root), "check")
+    r = cli("-C", str(root), "viz", "calls.jsonl:2", "--format", "dot")
+    assert r.code == 0, r.err
+    (path,) = (root / ".provgraph" / "views").glob("lineage-*.dot")
+    text = path.read_text()
+    assert "lineage of calls.jsonl:2" in text
+    assert "output-ok-without-output" in text  # the record's violation is marked
+    assert "calls.jsonl" in text and "plan.csv" in text  # back to the source files
+    r = cli("-C", str(root), "viz", "no-such-thing")
+    assert r.code == 2 and "matches no node" in r.err and len(r.err.strip().splitlines()) == 1
 
 
 def test_dot_text_is_styled_by_prov_kind_and_state(tmp_path: Path) -> None:
