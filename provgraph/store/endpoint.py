@@ -48,7 +48,7 @@ PRESETS: dict[str, Preset] = {
     # Ontotext GraphDB (and RDF4J server), base = the repository URL.
     "graphdb": Preset("", "statements", "rdf-graphs/service"),
     # OpenLink Virtuoso, base = the server root; updates need a user with SPARQL_UPDATE.
-    "virtuoso": Preset("sparql", "sparql", "sparql-graph-crud", graph_param="graph-uri"),
+    "virtuoso": Preset("sparql", "sparql", "sparql-graph-crud"),
     # Amazon Neptune, base = https://cluster-endpoint:8182 (IAM-signed requests are not supported).
     "neptune": Preset("sparql", "sparql", "sparql/gsp/"),
 }

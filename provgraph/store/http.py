@@ -28,6 +28,7 @@ from urllib.parse import urlencode, urlsplit
 
 import pyoxigraph as ox
 
+from provgraph.catalog import CATALOG
 from provgraph.errors import StoreChanged, StoreError, StoreUnavailable
 from provgraph.sparql import inject_values
 from provgraph.store.base import Rows, Store, Term
@@ -142,25 +143,40 @@ class SparqlStore(Store):
         if self._pinned is not None:  # nested: the outer snapshot decides
             yield
             return
-        self._pinned = self._current_graphs()
+        pinned = self._current_graphs()
+        if self.union:
+            self._require_exclusive(pinned)
+        self._pinned = pinned
         try:
             yield
             now = set(self._current_graphs())
+            everything = set(self.named_graphs()) if self.union else set()
         finally:
-            pinned, self._pinned = self._pinned, None
+            self._pinned = None
         lost = [g for g in pinned if g not in now]
         if lost:
             raise StoreChanged(
                 f"{self.location}: another client replaced {len(lost)} graph(s) while this command "
                 "read the store, so its answers could mix two states; run it again"
             )
+        if self.union and everything != {*pinned, CATALOG}:
+            raise StoreChanged(
+                f"{self.location}: another client started an import while this command read the "
+                "union default graph (#dataset=union), so its answers could include a partial "
+                "import; run it again, or drop #dataset=union"
+            )
 
     # -- opening -------------------------------------------------------------------------
 
+    @property
+    def union(self) -> bool:
+        return self.endpoint.dataset == "union"
+
     def verify(self) -> None:
-        """Fail unless the server keeps staging graphs out of queries (it honours the dataset
-        named in the request), so a shared server never shows a half-loaded import."""
-        if self.endpoint.dataset == "union":
+        """Fail unless queries will see exactly the current graphs: the server honours the
+        dataset named in the request, or (``#dataset=union``) holds nothing but them."""
+        if self.union:
+            self._require_exclusive(self._current_graphs())
             return
         if self._select_raw("SELECT * WHERE { ?s ?p ?o } LIMIT 1", [PROBE_GRAPH]):
             raise StoreError(
@@ -168,10 +184,18 @@ class SparqlStore(Store):
                 "queries would also see imports still loading; provgraph cannot run on it safely"
             )
 
+    def _require_exclusive(self, current: list[str]) -> None:
+        extra = set(self.named_graphs()) - {*current, CATALOG}
+        if extra:
+            raise StoreError(
+                f"{self.location}: the server holds {len(extra)} graph(s) that are not current "
+                "imports (an import in progress, one killed less than staging-ttl ago, or other "
+                "data); #dataset=union would read them as data: wait, or drop #dataset=union"
+            )
+
     # -- requests ------------------------------------------------------------------------
 
     def _current_graphs(self) -> list[str]:
-        from provgraph.catalog import CATALOG
         from provgraph.vocab import PG_NS
 
         rows = self._select_raw(
@@ -181,14 +205,12 @@ class SparqlStore(Store):
 
     def _dataset(self) -> list[str]:
         """The catalog and the graphs it points to: what every query sees."""
-        from provgraph.catalog import CATALOG
-
         graphs = self._pinned if self._pinned is not None else self._current_graphs()
         return [CATALOG, *graphs]
 
     def _query(self, query: str, bindings: Mapping[str, Term] | None) -> object:
         text = inject_values(query, bindings)
-        if self.endpoint.dataset == "union":
+        if self.union:
             return self._send_query(text, None)
         return self._send_query(text, self._dataset())
 
