@@ -395,7 +395,7 @@ def test_server_killed_mid_load_keeps_the_previous_state(
 
     monkeypatch.setattr(store, "bulk_load", load_then_die)
     with pytest.raises(StoreUnavailable, match="SPARQL server"):
-        ingest(root, store)  # the plan import fails; the next read of the catalog cannot reach it
+        ingest(root, store)  # stops at the plan import: no other source waits for a dead server
     own_server.start()  # same data folder, new process
     store = open_store(own_server.url)
     assert {s.key: s.graph for s in catalog.slots(store)} == before
