@@ -5,11 +5,18 @@ replacement therefore loads into a fresh graph that no catalog entry points to y
 switches the catalog entry in one SPARQL UPDATE (a single transaction), and only then drops
 the old graph. A process killed at any point leaves either the old entry or the new one;
 :func:`recover`, run whenever a store is opened, removes the orphan graph that the kill left.
+
+On a shared store (a SPARQL server) other clients may be loading their own staging graphs
+while this one opens, so :func:`recover` only removes provgraph graphs that no entry points to
+and whose name says they were created more than ``store.staging_ttl`` seconds ago. Readers
+never see a staging graph there: queries name the current graphs as their dataset.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,14 +68,31 @@ def current(store: Store, key: str) -> Slot | None:
     return Slot(key, rows[0]["graph"].value, rows[0]["fp"].value)  # type: ignore[union-attr]
 
 
-def new_graph_iri() -> str:
-    return _GRAPH + uuid.uuid4().hex
+def new_graph_iri(now: dt.datetime | None = None) -> str:
+    """A graph name never used before, carrying its creation time (UTC) for recovery."""
+    stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y%m%dT%H%M%SZ")
+    return f"{_GRAPH}{stamp}-{uuid.uuid4().hex}"
+
+
+_STAMP = re.compile(r"(\d{8}T\d{6}Z)-[0-9a-f]{32}$")
+
+
+def graph_created(graph: str) -> dt.datetime | None:
+    """When :func:`new_graph_iri` minted ``graph`` (None for names without a time)."""
+    match = _STAMP.fullmatch(graph[len(_GRAPH) :]) if graph.startswith(_GRAPH) else None
+    if not match:
+        return None
+    return dt.datetime.strptime(match[1], "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.UTC)
 
 
 def replace(store: Store, key: str, fingerprint: str, ntriples: Path) -> str:
     """Make the triples in ``ntriples`` the current graph for ``key``; returns its IRI."""
     graph = new_graph_iri()
-    store.bulk_load(ntriples, graph)
+    try:
+        store.bulk_load(ntriples, graph)
+    except Exception:
+        _discard(store, graph)
+        raise
     old = current(store, key)
     switch(store, key, graph, fingerprint)
     if old is not None:
@@ -77,16 +101,28 @@ def replace(store: Store, key: str, fingerprint: str, ntriples: Path) -> str:
     return graph
 
 
+def _discard(store: Store, graph: str) -> None:
+    """Best effort: remove a staging graph whose load failed (recovery gets it otherwise)."""
+    try:
+        store.drop_graph(graph)
+    except Exception as err:  # the load's own error is the one to report
+        log.info("could not remove staging graph %s: %s", graph, err)
+
+
 def switch(store: Store, key: str, graph: str, fingerprint: str) -> None:
-    """Point the catalog entry for ``key`` at ``graph`` in one transaction."""
+    """Point the catalog entry for ``key`` at ``graph`` in one transaction.
+
+    One DELETE/INSERT operation (not two), so it is atomic even on servers that commit each
+    operation of an update request on its own.
+    """
     slot = slot_iri(key)
     store.update(
         f"""DELETE {{ GRAPH <{CATALOG}> {{ <{slot}> ?p ?o }} }}
-            WHERE {{ GRAPH <{CATALOG}> {{ <{slot}> ?p ?o }} }} ;
-            INSERT DATA {{ GRAPH <{CATALOG}> {{
+            INSERT {{ GRAPH <{CATALOG}> {{
               <{slot}> <{PG_NS}sourceKey> {literal(key)} ;
                        <{PG_NS}graph> <{graph}> ;
-                       <{PG_NS}sha256> {literal(fingerprint)} }} }}"""
+                       <{PG_NS}sha256> {literal(fingerprint)} }} }}
+            WHERE {{ OPTIONAL {{ GRAPH <{CATALOG}> {{ <{slot}> ?p ?o }} }} }}"""
     )
 
 
@@ -101,10 +137,27 @@ def remove(store: Store, key: str) -> bool:
     return True
 
 
-def recover(store: Store) -> list[str]:
-    """Drop named graphs that no catalog entry points to; returns what was dropped."""
-    live = {s.graph for s in slots(store)} | {CATALOG}
-    orphans = [g for g in store.named_graphs() if g not in live]
+def recover(store: Store, now: dt.datetime | None = None) -> list[str]:
+    """Drop named graphs that no catalog entry points to; returns what was dropped.
+
+    On a shared store only provgraph's own graphs older than ``store.staging_ttl`` go (a
+    younger one may be another client's import in progress). The graphs are listed before
+    the catalog is read: a staging graph in that list whose import then switches is found
+    current, never dropped.
+    """
+    if store.shared:
+        graphs = store.named_graphs()
+        live = {s.graph for s in slots(store)} | {CATALOG}
+        now = now or dt.datetime.now(dt.UTC)
+
+        def stale(g: str) -> bool:
+            created = graph_created(g)
+            return created is None or (now - created).total_seconds() > store.staging_ttl
+
+        orphans = [g for g in graphs if g.startswith(_GRAPH) and g not in live and stale(g)]
+    else:
+        live = {s.graph for s in slots(store)} | {CATALOG}
+        orphans = [g for g in store.named_graphs() if g not in live]
     for g in orphans:
         log.info("removing graph %s left behind by an interrupted import", g)
         store.drop_graph(g)

@@ -53,6 +53,18 @@ class StoreError(ProvgraphError):
     """The store cannot be opened, read or written."""
 
 
+class StoreUnavailable(StoreError):
+    """The store's server cannot be reached, stopped answering, or refuses the client.
+
+    Unlike a query the server rejects, this stops a check at once: no rule result after it
+    could be trusted, so the gate fails closed with this one line.
+    """
+
+
+class StoreChanged(StoreError):
+    """Another client replaced graphs while a command was reading a shared store."""
+
+
 class RuleError(ProvgraphError):
     """A rule file is malformed (bad header, unknown clause or severity)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import warnings
 from typing import IO
@@ -64,6 +65,17 @@ def prov_types(store: Store, graphs: list[str]) -> list[ox.Triple]:
 
 def export(store: Store, fmt: str, out: IO[bytes], with_ontology: bool = False, base_iri: str = "") -> int:
     """Write the graph in ``fmt`` to ``out``; returns the number of triples or quads written."""
+    if not store.shared:
+        return _export(store, fmt, out, with_ontology, base_iri)
+    # On a server, write nothing until the snapshot is known to be one consistent state.
+    buffer = io.BytesIO()
+    with store.snapshot():
+        n = _export(store, fmt, buffer, with_ontology, base_iri)
+    out.write(buffer.getvalue())
+    return n
+
+
+def _export(store: Store, fmt: str, out: IO[bytes], with_ontology: bool, base_iri: str) -> int:
     graphs = exported_graphs(store, with_ontology)
     if fmt in ("nquads", "trig"):
         named: list[ox.Quad] = []

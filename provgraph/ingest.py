@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 
 from provgraph import catalog, registry
 from provgraph.bundle import Bundle, sha256_file
-from provgraph.errors import ImporterError, InputError, ProvgraphError
+from provgraph.errors import ImporterError, InputError, ProvgraphError, StoreUnavailable
 from provgraph.store.base import Store
 from provgraph.terms import IRI, TripleWriter, mint
 from provgraph.vocab import PG, PG_NS, PROV, RDF_TYPE
@@ -412,7 +412,8 @@ def ingest_source(
     importer: Importer,
     progress: Progress | None = None,
 ) -> ImportResult:
-    """Import one source atomically. Never raises for bad input: the result says what failed."""
+    """Import one source atomically. Never raises for bad input: the result says what failed.
+    A store that cannot be reached raises :class:`StoreUnavailable` (the import is not done)."""
     progress = progress or Progress()
     rel = bundle.relpath(path)
     t0 = time.perf_counter()
@@ -457,6 +458,9 @@ def ingest_source(
             seconds=time.perf_counter() - t0,
             problems=ctx.problems,
         )
+    except StoreUnavailable:  # the server is gone: every other source would wait for it too
+        progress.finish()
+        raise
     except ProvgraphError as err:
         progress.finish()
         return ImportResult(rel, importer.name, "failed", error=str(err), seconds=time.perf_counter() - t0)

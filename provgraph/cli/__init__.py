@@ -72,8 +72,10 @@ pass_app = click.make_pass_decorator(App)
     "--store",
     "store_location",
     envvar="PROVGRAPH_STORE",
-    metavar="PATH",
-    help="Store folder. Default: .provgraph/store inside the bundle.",
+    metavar="PATH|URL",
+    help="Store folder, or a SPARQL 1.1 server: [PRESET+]http(s)://host/path[#options] "
+    "(presets oxigraph, fuseki, graphdb, virtuoso, neptune; see the README). "
+    "Default: .provgraph/store inside the bundle.",
 )
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors.")

@@ -21,6 +21,11 @@ def base_iri(store) -> str:
 
 def store_info(store) -> dict:  # store: Store
     """Quads per current graph, nodes per class (vocabulary excluded), base IRI."""
+    with store.snapshot():
+        return _store_info(store)
+
+
+def _store_info(store) -> dict:
     from provgraph import catalog
 
     slots = catalog.slots(store)

@@ -10,7 +10,6 @@ import click
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import out
 from provgraph.contract import CONTRACT_FILE
-from provgraph.errors import UsageError
 
 
 @click.command("init")
@@ -19,7 +18,7 @@ from provgraph.errors import UsageError
 @click.option("--base-iri", help="Base IRI for node IRIs (default: https://example.org/<name>/).")
 @pass_app
 def command(app: App, folder: Path, name: str | None, base_iri: str | None) -> int:
-    """Create provgraph.toml and an empty store in FOLDER (default: here).
+    """Create provgraph.toml and an empty store in FOLDER (default: here), or check a --store server.
 
     An existing contract is never overwritten. The store lives in FOLDER/.provgraph/, which
     holds its own .gitignore so it never lands in version control.
@@ -49,9 +48,7 @@ def command(app: App, folder: Path, name: str | None, base_iri: str | None) -> i
     if not ignore.exists():
         ignore.write_text("*\n", encoding="utf-8")
     location = app.store_path(bundle)
-    if location.startswith(("http://", "https://")):
-        raise UsageError("init creates embedded stores only")
-    open_store(location).close()
+    open_store(location).close()  # a server: reachable, and holds the vocabulary
     out.print(f"store ready at {location}")
     out.print("next: put your artifacts in the folder, then `provgraph ingest` and `provgraph check`")
     return 0

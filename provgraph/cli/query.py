@@ -95,19 +95,23 @@ def command(app: App, query: str, fmt: str, params: tuple[str, ...]) -> int:
     text = prologue + text
     bindings = dict(parse_param(p) for p in params)
     store = app.open_store()
-    base = base_iri(store)
     try:
-        if form == "ASK":
-            answer = store.ask(text, bindings)
-            click.echo(json.dumps({"boolean": answer}) if fmt == "json" else str(answer).lower())
-            return 0
-        if form in ("CONSTRUCT", "DESCRIBE"):
-            triples = list(store.construct(text, bindings))
-            click.echo(ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES).decode(), nl=False)
-            return 0
-        rows = store.select(text, bindings)
+        with store.snapshot():  # on a shared server: one state, or an error
+            base = base_iri(store)
+            if form == "ASK":
+                answer = store.ask(text, bindings)
+            elif form in ("CONSTRUCT", "DESCRIBE"):
+                triples = list(store.construct(text, bindings))
+            else:
+                rows = store.select(text, bindings)
     except SyntaxError as err:
         raise UsageError(f"query does not parse: {err}") from err
+    if form == "ASK":
+        click.echo(json.dumps({"boolean": answer}) if fmt == "json" else str(answer).lower())
+        return 0
+    if form in ("CONSTRUCT", "DESCRIBE"):
+        click.echo(ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES).decode(), nl=False)
+        return 0
     variables = rows.variables
     if fmt == "json":
         doc = {

@@ -2,7 +2,9 @@
 
 Fail closed: a rule whose query does not run, whose result lacks ``?focus``/``?message``, or
 whose required evidence is absent from the graph counts as an error, and an error blocks the
-gate whatever the rule's severity. Rules of clauses the contract does not declare are
+gate whatever the rule's severity. A store that stops answering (a server that is down, dies
+or times out) ends the whole check with :class:`~provgraph.errors.StoreUnavailable`: no
+report is produced, so nothing can read as a pass. Rules of clauses the contract does not declare are
 skipped unless asked for by name.
 """
 
@@ -21,7 +23,7 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from provgraph import catalog
-from provgraph.errors import StoreError, UsageError
+from provgraph.errors import StoreError, StoreUnavailable, UsageError
 from provgraph.rules.model import CLAUSES, Rule
 from provgraph.store.base import Store
 from provgraph.terms import IRI, TripleWriter, mint
@@ -128,6 +130,8 @@ def run_rule(store: Store, rule: Rule) -> RuleResult:
         return RuleResult(
             rule, "error", error=f"query does not parse: {err}", seconds=time.perf_counter() - t0
         )
+    except StoreUnavailable:
+        raise
     except StoreError as err:
         return RuleResult(rule, "error", error=str(err), seconds=time.perf_counter() - t0)
     if rows and not {"focus", "message"} <= set(rows[0]):
@@ -201,20 +205,26 @@ def run_check(
     explicit: bool = False,
     on_result: Callable[[RuleResult], None] | None = None,
 ) -> CheckReport:
-    """Run ``rules``. Unless ``explicit``, rules of clauses not in force are skipped."""
+    """Run ``rules``. Unless ``explicit``, rules of clauses not in force are skipped.
+
+    All rules read one state of the store (:meth:`Store.snapshot`): on a shared server whose
+    graphs another client replaces meanwhile, the check raises StoreChanged instead.
+    """
     started = dt.datetime.now(dt.UTC).replace(microsecond=0)
     t0 = time.perf_counter()
     project, base, in_force = contract_state(store)
+    # Derived evidence (recomputed statistics) is written first: the rules then read one state.
     prepare_derived(store, in_force)
-    results = []
-    for rule in rules:
-        if rule.clause not in in_force and not explicit:
-            result = RuleResult(rule, "skipped", error="clause not declared in the contract")
-        else:
-            result = run_rule(store, rule)
-        results.append(result)
-        if on_result:
-            on_result(result)
+    with store.snapshot():
+        results = []
+        for rule in rules:
+            if rule.clause not in in_force and not explicit:
+                result = RuleResult(rule, "skipped", error="clause not declared in the contract")
+            else:
+                result = run_rule(store, rule)
+            results.append(result)
+            if on_result:
+                on_result(result)
     return CheckReport(results, in_force, base, project, started, time.perf_counter() - t0)
 
 

@@ -4,28 +4,38 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provgraph.errors import UsageError
 from provgraph.store.base import Row, Rows, Store, Term
 
 __all__ = ["Row", "Rows", "Store", "Term", "open_store"]
 
 
 def open_store(location: str | Path | None) -> Store:
-    """Open a store: ``None`` or ``":memory:"`` in memory, a folder path on disk.
+    """Open a store: ``None`` or ``":memory:"`` in memory, a folder path on disk, or a SPARQL
+    1.1 server URL (``[preset+]http(s)://...``, see :mod:`provgraph.store.endpoint`).
 
     The store is recovered on open: graphs that no catalog entry points to (left behind by an
     import that was killed before it switched) are removed, so readers only ever see
-    complete imports.
+    complete imports. A server is also checked to keep unfinished imports out of queries.
     """
     from provgraph.catalog import recover
-    from provgraph.store.oxigraph import OxigraphStore
+    from provgraph.store.endpoint import is_server
 
     if location is None or str(location) == ":memory:":
+        from provgraph.store.oxigraph import OxigraphStore
+
         store: Store = OxigraphStore(None)
+    elif is_server(str(location)):
+        from provgraph.store.endpoint import parse_endpoint
+        from provgraph.store.http import SparqlStore
+
+        server = SparqlStore(parse_endpoint(str(location)))
+        recover(server)
+        ensure_ontology(server)
+        server.verify()
+        return server
     else:
-        text = str(location)
-        if text.startswith(("http://", "https://")):
-            raise UsageError(f"{text}: SPARQL server stores are not supported yet; use a folder path")
+        from provgraph.store.oxigraph import OxigraphStore
+
         store = OxigraphStore(Path(location))
     recover(store)
     ensure_ontology(store)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,6 +33,10 @@ class Store(ABC):
 
     #: Human-readable location, for messages.
     location: str = ""
+    #: Whether other processes may write the store while this one works (a server). Then
+    #: recovery only removes staging graphs older than ``staging_ttl`` seconds.
+    shared: bool = False
+    staging_ttl: float = 0.0
 
     @abstractmethod
     def select(self, query: str, bindings: Mapping[str, Term] | None = None) -> Rows:
@@ -72,6 +77,17 @@ class Store(ABC):
     @abstractmethod
     def quad_count(self, graph: str | None = None) -> int:
         """Number of quads in the store, or in one named graph."""
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Group reads that must see one state of the store (a check, an export).
+
+        The embedded store has one writer at a time (a file lock), so this does nothing. A
+        shared store pins the current graphs on entry and raises
+        :class:`~provgraph.errors.StoreChanged` on exit if another client replaced one of
+        them meanwhile.
+        """
+        yield
 
     def flush(self) -> None:  # noqa: B027 - optional hook, a no-op for memory stores
         """Make sure everything written so far is durable."""

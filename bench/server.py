@@ -1,0 +1,84 @@
+"""The SPARQL server backend against the embedded store, on the same generated bundle.
+
+    .venv/bin/python bench/server.py [N_CASES]     # default 4000 cases x 2 conditions
+
+Baseline, measured in the same run: the embedded on-disk store. Then a real `oxigraph serve`
+on loopback (data on disk): ingest of the whole bundle and the full check with every query
+naming its dataset (`dataset=graphs`, the default, safe on a shared server), and the same check
+with Oxigraph's union default graph (`#dataset=union`, single-writer only). Reported: wall
+times and their ratio to the embedded store.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+
+from identity import write_bundle  # noqa: E402  (the call-identity bench's bundle generator)
+from oxigraph_server import OxigraphServer  # noqa: E402
+
+from provgraph.bundle import Bundle  # noqa: E402
+from provgraph.ingest import ingest_paths  # noqa: E402
+from provgraph.rules import load_rules, run_check  # noqa: E402
+from provgraph.store import open_store  # noqa: E402
+
+
+def ingest(location: str, root: Path) -> tuple[float, int]:
+    store = open_store(location)
+    bundle = Bundle.open(root)
+    t0 = time.perf_counter()
+    results, problems = ingest_paths(store, bundle, [bundle.root])
+    took = time.perf_counter() - t0
+    assert not problems and all(r.outcome == "imported" for r in results), [r.error for r in results]
+    triples = sum(r.triples for r in results)
+    store.close()
+    return took, triples
+
+
+def check(location: str) -> tuple[float, bool]:
+    store = open_store(location)
+    rules = load_rules()
+    t0 = time.perf_counter()
+    report = run_check(store, rules)
+    took = time.perf_counter() - t0
+    store.close()
+    slowest = sorted(report.results, key=lambda r: r.seconds, reverse=True)[:3]
+    print(f"{location}: slowest rules " + ", ".join(f"{r.rule.id} {r.seconds:.2f} s" for r in slowest))
+    return took, report.passed
+
+
+def main() -> None:
+    cases = int(sys.argv[1]) if len(sys.argv) > 1 else 4000
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "bundle"
+        calls = write_bundle(root, cases)
+        (root / "baseline" / "calls.jsonl").unlink()  # not part of this comparison
+        (root / "baseline").rmdir()
+        server = OxigraphServer(Path(tmp) / "oxigraph").start()
+        try:
+            embedded = str(Path(tmp) / "store")
+            rows = []
+            base_ingest, triples = ingest(embedded, root)
+            base_check, passed = check(embedded)
+            rows.append(("embedded (baseline)", base_ingest, base_check, passed))
+            took, _ = ingest(server.url, root)
+            checked, passed_graphs = check(server.url)
+            rows.append(("server, dataset=graphs", took, checked, passed_graphs))
+            checked, passed_union = check(server.url + "#dataset=union")
+            rows.append(("server, dataset=union", None, checked, passed_union))
+        finally:
+            server.stop()
+    print(f"{calls} calls, {triples} triples imported")
+    print(f"{'store':26s} {'ingest':>9s} {'ratio':>6s} {'check':>9s} {'ratio':>6s}  gate")
+    for name, ing, chk, ok in rows:
+        ing_text = f"{ing:8.2f}s {ing / base_ingest:5.2f}x" if ing is not None else f"{'':9s} {'':6s}"
+        print(f"{name:26s} {ing_text} {chk:8.2f}s {chk / base_check:5.2f}x  {'PASS' if ok else 'FAIL'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,477 @@
+"""The SPARQL server backend against a real ``oxigraph serve`` on loopback: every rule's
+fixture pair, ingest no-op and replace, the CLI commands, staging graphs kept out of readers,
+and a gate that fails closed when the server is down, dies or hangs mid-check."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import REPO, RULE_FIXTURES, copy_bundle, write_bundle
+from oxigraph_server import OxigraphServer, free_port
+
+from provgraph import catalog
+from provgraph.bundle import Bundle
+from provgraph.errors import StoreChanged, StoreError, StoreUnavailable, UsageError
+from provgraph.export import export
+from provgraph.ingest import ingest_paths
+from provgraph.rules import load_rules, run_check
+from provgraph.store import endpoint as endpoint_module
+from provgraph.store import open_store
+from provgraph.store.endpoint import is_server, parse_endpoint
+from provgraph.store.http import SparqlStore
+
+RULES = load_rules()
+EXAMPLE = REPO / "examples" / "output_gate"
+PLANNED = "PREFIX pg: <https://w3id.org/provgraph/ns#> SELECT (COUNT(*) AS ?n) WHERE { ?c a pg:PlannedCall }"
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory) -> OxigraphServer:
+    """One server for the whole session; tests that use it start from an empty store."""
+    srv = OxigraphServer(tmp_path_factory.mktemp("oxigraph")).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def url(server: OxigraphServer) -> str:
+    server.clear()
+    return server.url
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> OxigraphServer:
+    """A server this test may kill or stop."""
+    srv = OxigraphServer(tmp_path / "oxigraph").start()
+    yield srv
+    srv.kill()
+
+
+def ingest(root: Path, store):
+    bundle = Bundle.open(root)
+    return ingest_paths(store, bundle, [bundle.root])
+
+
+def checked(root: Path, location: str):
+    store = open_store(location)
+    results, problems = ingest(root, store)
+    assert not problems and all(r.outcome == "imported" and not r.problems for r in results), [
+        r.error for r in results
+    ]
+    return run_check(store, RULES)
+
+
+# -- rules: every fixture pair, as on the embedded store -----------------------------------------
+
+
+def _pairs() -> list:
+    """Every rule's pair; all but the first rule of each clause only in the slow run."""
+    first: dict[str, str] = {}
+    for r in RULES:
+        first.setdefault(r.clause, r.id)
+    return [
+        pytest.param(r.id, marks=() if first[r.clause] == r.id else pytest.mark.slow, id=r.id) for r in RULES
+    ]
+
+
+@pytest.mark.parametrize("rule_id", _pairs())
+def test_rule_fixture_pair_on_server(url: str, server: OxigraphServer, rule_id: str) -> None:
+    expected = json.loads((RULE_FIXTURES / rule_id / "expected.json").read_text())
+    report = checked(RULE_FIXTURES / rule_id / "flawed", url)
+    (result,) = [r for r in report.results if r.rule.id == rule_id]
+    assert result.outcome == "violated", result.error
+    assert sorted(report.short(v.focus) for v in result.violations) == sorted(expected["flawed_focus"])
+    if result.rule.blocks_gate:
+        assert not report.passed
+
+    server.clear()
+    report = checked(RULE_FIXTURES / rule_id / "clean", url)
+    fired = {
+        r.rule.id: [v.message for v in r.violations] or r.error
+        for r in report.results
+        if r.outcome not in ("pass", "skipped")
+    }
+    assert fired == {}
+    assert report.passed
+
+
+# -- ingest: no-op, replace, removal; staging graphs never visible -------------------------------
+
+
+def test_reingest_is_a_noop_and_changed_bytes_replace_the_graph(url: str, tmp_path: Path) -> None:
+    root = copy_bundle(EXAMPLE / "clean", tmp_path / "b")
+    store = open_store(url)
+    first, _ = ingest(root, store)
+    assert {r.outcome for r in first} == {"imported"}
+    graphs = set(store.named_graphs())
+    again, _ = ingest(root, store)
+    assert {r.outcome for r in again} == {"unchanged"}
+    assert set(store.named_graphs()) == graphs
+
+    planned = int(store.select(PLANNED)[0]["n"].value)
+    with (root / "plan.csv").open("a") as fh:
+        fh.write("C100,study-9,gpt-A,1\n")
+    results, _ = ingest(root, store)
+    assert {r.rel: r.outcome for r in results}["plan.csv"] == "imported"
+    assert int(store.select(PLANNED)[0]["n"].value) == planned + 1
+    # the old plan graph is gone; every graph on the server is the catalog's
+    assert set(store.named_graphs()) == {s.graph for s in catalog.slots(store)} | {catalog.CATALOG}
+
+    (root / "outputs" / "C001.txt").unlink()
+    (root / "outputs" / "C002.txt").unlink()
+    (root / "outputs" / "C003.txt").unlink()
+    (root / "outputs" / "C004.txt").unlink()
+    (root / "outputs").rmdir()
+    results, _ = ingest(root, store)
+    assert "removed" in {r.outcome for r in results}
+    assert set(store.named_graphs()) == {s.graph for s in catalog.slots(store)} | {catalog.CATALOG}
+
+
+def test_staging_graph_is_invisible_until_the_switch(url: str, tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"plan.csv": "call_id,case,condition\nC1,s1,A\n"})
+    store = open_store(url)
+    ingest(root, store)
+    nt = tmp_path / "staged.nt"
+    nt.write_text(
+        "<https://example.org/t/x> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
+        "<https://w3id.org/provgraph/ns#PlannedCall> .\n"
+    )
+    staging = catalog.new_graph_iri()
+    store.bulk_load(nt, staging)  # another client's import, loaded but not switched
+    assert staging in store.named_graphs()
+    assert int(store.select(PLANNED)[0]["n"].value) == 1  # readers do not see it
+    assert store.quad_count(staging) == 1
+    # recovery on open leaves a young staging graph alone (it may be an import in progress) ...
+    reopened = open_store(url)
+    assert staging in reopened.named_graphs()
+    # ... and removes it once it is older than the staging TTL
+    assert catalog.recover(SparqlStore(parse_endpoint(url)), now=_later(2 * 86400)) == [staging]
+    assert staging not in store.named_graphs()
+
+
+def test_recovery_never_touches_graphs_it_did_not_mint(url: str, tmp_path: Path) -> None:
+    store = open_store(url)
+    nt = tmp_path / "other.nt"
+    nt.write_text("<urn:x> <urn:p> <urn:o> .\n")
+    store.bulk_load(nt, "https://team.example/other-project/graph")
+    assert catalog.recover(store, now=_later(10**7)) == []
+    assert "https://team.example/other-project/graph" in store.named_graphs()
+    # and queries do not see another project's data either
+    assert not store.ask("ASK { <urn:x> ?p ?o }")
+
+
+def test_check_fails_when_another_client_replaces_a_graph_meanwhile(url: str, tmp_path: Path) -> None:
+    root = copy_bundle(EXAMPLE / "clean", tmp_path / "b")
+    reader, writer = open_store(url), open_store(url)
+    ingest(root, writer)
+    with pytest.raises(StoreChanged, match="another client replaced 1 graph"), reader.snapshot():
+        assert int(reader.select(PLANNED)[0]["n"].value) == 4
+        with (root / "plan.csv").open("a") as fh:
+            fh.write("C100,study-9,gpt-A,1\n")
+        ingest(root, writer)
+        # the pinned (old) plan graph was dropped: this answer mixes states, the exit says so
+        reader.select(PLANNED)
+    assert int(reader.select(PLANNED)[0]["n"].value) == 5
+
+
+def test_dump_and_counts_match_the_embedded_store(url: str, tmp_path: Path) -> None:
+    import io
+
+    root = copy_bundle(EXAMPLE / "flawed", tmp_path / "b")
+    server, embedded = open_store(url), open_store(None)
+    ingest(root, server)
+    ingest(root, embedded)
+
+    def triples(store) -> set[str]:
+        buf = io.BytesIO()
+        export(store, "nt", buf, with_ontology=True)
+        return set(buf.getvalue().decode().splitlines())
+
+    def datetime_free(lines: set[str]) -> set[str]:
+        return {x for x in lines if "dateTime" not in x}
+
+    assert datetime_free(triples(server)) == datetime_free(triples(embedded))
+    assert server.quad_count() == embedded.quad_count()
+    assert [s.key for s in catalog.slots(server)] == [s.key for s in catalog.slots(embedded)]
+
+
+def test_union_mode_reads_the_same_and_refuses_foreign_graphs(url: str, tmp_path: Path) -> None:
+    root = copy_bundle(EXAMPLE / "flawed", tmp_path / "b")
+    ingest(root, open_store(url))
+    union = open_store(url + "#dataset=union")
+    report = run_check(union, RULES)
+    assert sorted(report.short(v.focus) for r in report.results for v in r.violations) == [
+        "call/C003",
+        "call/C004",
+        "record/calls.jsonl/C002/1",
+        "record/calls.jsonl/C099/1",
+    ]
+    nt = tmp_path / "staged.nt"
+    nt.write_text("<urn:x> <urn:p> <urn:o> .\n")
+    staging = catalog.new_graph_iri()
+    # another client's import starts while the check reads the union: the check cannot stand
+    with pytest.raises(StoreChanged, match="another client started an import"), union.snapshot():
+        union.select(PLANNED)
+        open_store(url).bulk_load(nt, staging)
+    # and a union-mode client will not open while that graph exists
+    with pytest.raises(StoreError, match=r"holds 1 graph\(s\) that are not current imports"):
+        open_store(url + "#dataset=union")
+    assert catalog.recover(SparqlStore(parse_endpoint(url)), now=_later(2 * 86400)) == [staging]
+    assert open_store(url + "#dataset=union").ask(PLANNED.replace("SELECT (COUNT(*) AS ?n)", "ASK"))
+
+
+def _later(seconds: float):
+    import datetime as dt
+
+    return dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)
+
+
+# -- the CLI on a server ------------------------------------------------------------------------
+
+
+def test_cli_commands_on_a_server(cli, url: str, tmp_path: Path) -> None:
+    root = copy_bundle(EXAMPLE / "flawed", tmp_path / "b")
+    store = ["-C", str(root), "--store", url]
+    r = cli(*store, "init", str(root))
+    assert r.code == 0, r.err
+    assert f"store ready at {url}" in r.out
+    r = cli(*store, "ingest")
+    assert r.code == 0, r.err
+    assert f"ingest into {url} (oxigraph)" in r.out
+    assert "0 imported, 4 unchanged" in cli(*store, "ingest").out
+    r = cli(*store, "check")
+    assert r.code == 1
+    assert "gate: FAIL" in r.out and "4 violations" in r.out
+    r = cli(
+        *store,
+        "query",
+        "SELECT ?id WHERE { ?c a pg:PlannedCall ; pg:callId ?id } ORDER BY ?id",
+        "--format",
+        "csv",
+    )
+    assert r.code == 0, r.err
+    assert r.out.splitlines() == ["id", "C001", "C002", "C003", "C004"]
+    r = cli(*store, "query", "SELECT ?c WHERE { ?c pg:callId ?id }", "--param", "id=C004", "--format", "json")
+    assert json.loads(r.out)["results"]["bindings"][0]["c"]["value"].endswith("call/C004")
+    r = cli(*store, "info", "--format", "json")
+    info = json.loads(r.out)
+    assert info["store"] == f"{url} (oxigraph)"
+    assert {g["source"] for g in info["graphs"]} >= {"ontology", "check:output", "import:plan:plan.csv"}
+    out = tmp_path / "graph.nq"
+    r = cli(*store, "export", "--format", "nquads", "-o", str(out))
+    assert r.code == 0, r.err
+    assert "urn:provgraph:catalog" not in out.read_text()
+    assert len(out.read_text().splitlines()) > 100
+    r = cli(*store, "export", "--format", "provn")
+    assert r.code == 0 and r.out.startswith("document")
+
+
+def test_clean_example_passes_on_a_server(cli, url: str, tmp_path: Path) -> None:
+    root = copy_bundle(EXAMPLE / "clean", tmp_path / "b")
+    assert cli("-C", str(root), "--store", url, "ingest").code == 0
+    r = cli("-C", str(root), "--store", url, "check")
+    assert r.code == 0, r.out
+    assert "gate: PASS" in r.out
+
+
+# -- failure: fail closed with one line ----------------------------------------------------------
+
+
+def test_closed_port_is_one_clear_line(cli, tmp_path: Path) -> None:
+    root = copy_bundle(EXAMPLE / "clean", tmp_path / "b")
+    url = f"http://127.0.0.1:{free_port()}"
+    for command in ("check", "ingest", "info", "query"):
+        args = [command, "ASK {}"] if command == "query" else [command]
+        r = cli("-C", str(root), "--store", url + "#connect-timeout=2", *args)
+        assert r.code == 2, (command, r.out, r.err)
+        assert r.err.splitlines() == [
+            f"provgraph: error: {url} (oxigraph): cannot reach the SPARQL server: connection refused "
+            "(is it running, and is this the right port?)"
+        ]
+        assert "PASS" not in r.out
+
+
+def test_server_killed_mid_check_fails_the_gate_closed(own_server: OxigraphServer, tmp_path: Path) -> None:
+    root = copy_bundle(EXAMPLE / "clean", tmp_path / "b")
+    store = open_store(own_server.url)
+    ingest(root, store)
+    ran = []
+
+    def kill_after_first_rule(result) -> None:
+        if result.outcome != "skipped":
+            ran.append(result.rule.id)
+            own_server.kill()
+
+    with pytest.raises(StoreUnavailable, match="SPARQL server"):
+        run_check(store, RULES, on_result=kill_after_first_rule)
+    assert len(ran) == 1  # no report was produced for the rest: nothing can read as a pass
+
+
+KILL_SCRIPT = textwrap.dedent("""
+    import os, signal, sys
+    from provgraph.rules import runner
+    pid, sig, args = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    real, calls = runner.run_rule, []
+    def run_rule(store, rule):
+        calls.append(rule.id)
+        if len(calls) == 4:   # the server dies (or hangs) in the middle of the check
+            os.kill(pid, sig)
+        return real(store, rule)
+    runner.run_rule = run_rule
+    from provgraph.cli import main
+    main(args)
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("sig", "option", "message"),
+    [
+        (signal.SIGKILL, "", "(cannot reach the SPARQL server|the SPARQL server dropped the connection)"),
+        (
+            signal.SIGSTOP,
+            "#timeout=1",
+            re.escape("the SPARQL server did not answer within 1 s (raise it with #timeout=SECONDS)"),
+        ),
+    ],
+    ids=["killed", "hung"],
+)
+def test_check_process_fails_closed_when_the_server_dies_or_hangs(
+    own_server: OxigraphServer, tmp_path: Path, sig: int, option: str, message: str
+) -> None:
+    root = copy_bundle(EXAMPLE / "clean", tmp_path / "b")
+    ingest(root, open_store(own_server.url))
+    assert own_server.proc is not None
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            KILL_SCRIPT,
+            str(own_server.proc.pid),
+            str(int(sig)),
+            "--store",
+            own_server.url + option,
+            "-C",
+            str(root),
+            "check",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    (line,) = proc.stderr.splitlines()
+    assert re.match(re.escape(f"provgraph: error: {own_server.url} (oxigraph): ") + message, line), line
+    assert "Traceback" not in proc.stderr
+    assert "PASS" not in proc.stdout
+
+
+@pytest.mark.slow
+def test_server_killed_mid_load_keeps_the_previous_state(
+    own_server: OxigraphServer, tmp_path: Path, monkeypatch
+) -> None:
+    rows = 20_000
+    root = write_bundle(tmp_path / "b", {"plan.csv": "call_id,case,condition\nC1,s1,A\n"})
+    store = open_store(own_server.url)
+    ingest(root, store)
+    before = {s.key: s.graph for s in catalog.slots(store)}
+    (root / "plan.csv").write_text(
+        "call_id,case,condition\n" + "".join(f"K{i},case{i // 10},cond{i % 10}\n" for i in range(rows))
+    )
+    real_load = store.bulk_load
+
+    def load_then_die(ntriples: Path, graph: str) -> None:
+        threading.Timer(0.3, own_server.kill).start()  # the server dies while the graph streams in
+        real_load(ntriples, graph)
+
+    monkeypatch.setattr(store, "bulk_load", load_then_die)
+    with pytest.raises(StoreUnavailable, match="SPARQL server"):
+        ingest(root, store)  # stops at the plan import: no other source waits for a dead server
+    own_server.start()  # same data folder, new process
+    store = open_store(own_server.url)
+    assert {s.key: s.graph for s in catalog.slots(store)} == before
+    assert int(store.select(PLANNED)[0]["n"].value) == 1  # the half-loaded graph is invisible
+
+
+# -- naming the endpoint --------------------------------------------------------------------------
+
+
+def test_endpoint_doctests() -> None:
+    assert doctest.testmod(endpoint_module).failed == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "query", "update", "store"),
+    [
+        ("http://h:7878", "http://h:7878/query", "http://h:7878/update", "http://h:7878/store"),
+        ("oxigraph+https://h/ox/", "https://h/ox/query", "https://h/ox/update", "https://h/ox/store"),
+        (
+            "fuseki+http://h:3030/ds",
+            "http://h:3030/ds/sparql",
+            "http://h:3030/ds/update",
+            "http://h:3030/ds/data",
+        ),
+        (
+            "graphdb+http://h:7200/repositories/cxr",
+            "http://h:7200/repositories/cxr",
+            "http://h:7200/repositories/cxr/statements",
+            "http://h:7200/repositories/cxr/rdf-graphs/service",
+        ),
+        (
+            "virtuoso+http://h:8890",
+            "http://h:8890/sparql",
+            "http://h:8890/sparql",
+            "http://h:8890/sparql-graph-crud",
+        ),
+        (
+            "neptune+https://db:8182",
+            "https://db:8182/sparql",
+            "https://db:8182/sparql",
+            "https://db:8182/sparql/gsp/",
+        ),
+        (
+            "http://h/base#query=q&update=http://other/u&store=s",
+            "http://h/base/q",
+            "http://other/u",
+            "http://h/base/s",
+        ),
+    ],
+)
+def test_presets_and_explicit_endpoints(text: str, query: str, update: str, store: str) -> None:
+    e = parse_endpoint(text)
+    assert (e.query, e.update, e.store) == (query, update, store)
+    assert is_server(text)
+
+
+def test_endpoint_options_and_errors() -> None:
+    e = parse_endpoint("http://alice:s3cret@h:7878#timeout=5&connect-timeout=1.5&staging-ttl=60")
+    assert (e.read_timeout, e.connect_timeout, e.staging_ttl) == (5.0, 1.5, 60.0)
+    assert e.headers["Authorization"].startswith("Basic ")
+    assert "s3cret" not in e.location and "alice" not in e.location
+    assert not is_server("/data/store") and not is_server(":memory:")
+    with pytest.raises(UsageError, match="unknown server preset 'blazegraph'; presets: oxigraph, fuseki"):
+        parse_endpoint("blazegraph+http://h/")
+    with pytest.raises(UsageError, match=r"option timeout='soon' must be a positive number of seconds"):
+        parse_endpoint("http://h#timeout=soon")
+    with pytest.raises(UsageError, match="unknown store option 'timout'"):
+        parse_endpoint("http://h#timout=3")
+    with pytest.raises(UsageError, match="dataset=union needs a server with a union-default-graph"):
+        parse_endpoint("fuseki+http://h/ds#dataset=union")
+    with pytest.raises(UsageError, match=r"\*\*\*"):
+        parse_endpoint("nope+http://u:pw@h/")
+
+
+def test_bad_query_on_server_is_a_syntax_error(url: str) -> None:
+    store = open_store(url)
+    with pytest.raises(SyntaxError):
+        store.select("SELECT * WHERE { ?s ?p }")
+    assert isinstance(store, SparqlStore)
