@@ -7,6 +7,7 @@ on every backend, embedded or HTTP, unlike engine-specific substitution APIs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import pyoxigraph as ox
@@ -14,13 +15,8 @@ import pyoxigraph as ox
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 
 
-def where_brace(query: str) -> int:
-    """Index of the ``{`` that opens the query's WHERE group (outside comments, IRIs, strings).
-
-    >>> q = 'PREFIX ex: <http://x/#a> SELECT ?a # {not this}\\nWHERE { ?a ?b "{" }'
-    >>> q[where_brace(q):][:3]
-    '{ ?'
-    """
+def _tokens(query: str):
+    """Yield ``(index, char)`` of the query outside comments, IRIs and string literals."""
     i, n = 0, len(query)
     while i < n:
         ch = query[i]
@@ -40,9 +36,36 @@ def where_brace(query: str) -> int:
                 j += 2 if query[j] == "\\" else 1
             i = j + len(quote)
             continue
-        if ch == "{":
-            return i
+        yield i, ch
         i += 1
+
+
+def where_brace(query: str) -> int:
+    """Index of the ``{`` that opens the query's WHERE group (outside comments, IRIs, strings).
+
+    A CONSTRUCT template (``CONSTRUCT { ... } WHERE { ... }``) is skipped.
+
+    >>> q = 'PREFIX ex: <http://x/#a> SELECT ?a # {not this}\\nWHERE { ?a ?b "{" }'
+    >>> q[where_brace(q):][:3]
+    '{ ?'
+    >>> q = 'CONSTRUCT { ?s a ?c } WHERE { ?s a ?c }'
+    >>> where_brace(q)
+    28
+    """
+    construct = re.search(r"\bCONSTRUCT\s*\{", query, re.I)
+    depth = 0
+    skipping = False
+    for i, ch in _tokens(query):
+        if ch == "{":
+            if construct and i == construct.end() - 1 and depth == 0:
+                skipping = True
+            if not skipping:
+                return i
+            depth += 1
+        elif ch == "}" and skipping:
+            depth -= 1
+            if depth == 0:
+                skipping = False
     raise SyntaxError("no WHERE group ('{') found in the query")
 
 

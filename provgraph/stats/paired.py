@@ -43,7 +43,7 @@ def cochran_q(y: np.ndarray) -> CochranQ:
     Q is NaN (and so is p) when every row is constant: the statistic is then undefined.
 
     >>> r = cochran_q(np.array([[1, 0], [1, 0], [1, 1], [0, 0]]))
-    >>> (r.q, r.df)
+    >>> (float(r.q), r.df)
     (2.0, 1)
     """
     y = np.asarray(y)

@@ -39,20 +39,35 @@ class Store(ABC):
     staging_ttl: float = 0.0
 
     @abstractmethod
+    def _query(self, query: str, bindings: Mapping[str, Term] | None) -> object:
+        """Run any query form; return pyoxigraph's result objects (QuerySolutions,
+        QueryBoolean, or an iterable of Triples for CONSTRUCT/DESCRIBE)."""
+
     def select(self, query: str, bindings: Mapping[str, Term] | None = None) -> Rows:
         """Run a SPARQL SELECT; ``bindings`` pre-bind variables (never formatted into text).
 
         Returns one dict per solution, mapping each projected variable to its term or None.
         Raises :class:`SyntaxError` on an invalid query and :class:`StoreError` on I/O failure.
         """
+        result = self._query(query, bindings)
+        if not isinstance(result, ox.QuerySolutions):
+            raise SyntaxError("expected a SELECT query")
+        names = [v.value for v in result.variables]
+        return Rows(names, [{n: sol[n] for n in names} for sol in result])
 
-    @abstractmethod
     def ask(self, query: str, bindings: Mapping[str, Term] | None = None) -> bool:
         """Run a SPARQL ASK."""
+        result = self._query(query, bindings)
+        if not isinstance(result, ox.QueryBoolean):
+            raise SyntaxError("expected an ASK query")
+        return bool(result)
 
-    @abstractmethod
     def construct(self, query: str, bindings: Mapping[str, Term] | None = None) -> Iterator[ox.Triple]:
         """Run a SPARQL CONSTRUCT or DESCRIBE and iterate over the triples."""
+        result = self._query(query, bindings)
+        if not isinstance(result, ox.QueryTriples | list):
+            raise SyntaxError("expected a CONSTRUCT or DESCRIBE query")
+        return iter(result)
 
     @abstractmethod
     def update(self, update: str) -> None:

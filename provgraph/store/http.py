@@ -31,7 +31,7 @@ import pyoxigraph as ox
 from provgraph.catalog import CATALOG
 from provgraph.errors import StoreChanged, StoreError, StoreUnavailable
 from provgraph.sparql import inject_values
-from provgraph.store.base import Rows, Store, Term
+from provgraph.store.base import Store, Term
 from provgraph.store.endpoint import Endpoint
 
 log = logging.getLogger(__name__)
@@ -60,25 +60,6 @@ class SparqlStore(Store):
         self._pinned: list[str] | None = None
 
     # -- the Store interface -------------------------------------------------------------
-
-    def select(self, query: str, bindings: Mapping[str, Term] | None = None) -> Rows:
-        result = self._query(query, bindings)
-        if not isinstance(result, ox.QuerySolutions):
-            raise SyntaxError("expected a SELECT query")
-        names = [v.value for v in result.variables]
-        return Rows(names, [{n: sol[n] for n in names} for sol in result])
-
-    def ask(self, query: str, bindings: Mapping[str, Term] | None = None) -> bool:
-        result = self._query(query, bindings)
-        if not isinstance(result, ox.QueryBoolean):
-            raise SyntaxError("expected an ASK query")
-        return bool(result)
-
-    def construct(self, query: str, bindings: Mapping[str, Term] | None = None) -> Iterator[ox.Triple]:
-        result = self._query(query, bindings)
-        if not isinstance(result, list):
-            raise SyntaxError("expected a CONSTRUCT or DESCRIBE query")
-        return iter(result)
 
     def update(self, update: str) -> None:
         status, _, body = self._request(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
@@ -11,7 +11,7 @@ import pyoxigraph as ox
 
 from provgraph.errors import StoreError
 from provgraph.sparql import inject_values
-from provgraph.store.base import Rows, Store, Term
+from provgraph.store.base import Store, Term
 
 log = logging.getLogger(__name__)
 
@@ -41,25 +41,6 @@ class OxigraphStore(Store):
             return self._ox.query(inject_values(query, bindings), use_default_graph_as_union=True)
         except OSError as err:
             raise StoreError(f"{self.location}: query failed: {err}") from err
-
-    def select(self, query: str, bindings: Mapping[str, Term] | None = None) -> Rows:
-        result = self._query(query, bindings)
-        if not isinstance(result, ox.QuerySolutions):
-            raise SyntaxError("expected a SELECT query")
-        names = [v.value for v in result.variables]
-        return Rows(names, [{n: sol[n] for n in names} for sol in result])
-
-    def ask(self, query: str, bindings: Mapping[str, Term] | None = None) -> bool:
-        result = self._query(query, bindings)
-        if not isinstance(result, ox.QueryBoolean):
-            raise SyntaxError("expected an ASK query")
-        return bool(result)
-
-    def construct(self, query: str, bindings: Mapping[str, Term] | None = None) -> Iterator[ox.Triple]:
-        result = self._query(query, bindings)
-        if not isinstance(result, ox.QueryTriples):
-            raise SyntaxError("expected a CONSTRUCT or DESCRIBE query")
-        return iter(result)
 
     def update(self, update: str) -> None:
         try:
