@@ -129,6 +129,11 @@ class Importer:
         """Read ``source`` and emit triples through ``ctx``."""
         raise NotImplementedError
 
+    def fingerprint_extra(self, bundle: Bundle) -> str | None:
+        """Anything besides bytes, version and contract sections that changes this importer's
+        output (e.g. the id of the pseudonymisation key); part of the no-op key when not None."""
+        return None
+
     def accepts(self, path: Path) -> bool:
         if self.handles == "any":
             return True
@@ -245,6 +250,9 @@ def fingerprint(bundle: Bundle, source: Source, importer: Importer) -> str:
         "base_iri": bundle.contract.base_iri,
         "sections": sections,
     }
+    extra = importer.fingerprint_extra(bundle)
+    if extra is not None:
+        key["extra"] = extra
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
