@@ -24,11 +24,14 @@ the folder imports. Files with other suffixes (a study's ``.txt`` report) are in
 from __future__ import annotations
 
 import logging
+import os
 import struct
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from provgraph.bundle import Bundle
@@ -84,7 +87,7 @@ def has_magic(path: Path) -> bool:
 
 def must_be_dicom(name: str) -> bool:
     """Files the importer expects to be DICOM: ``*.dcm``, ``*.dicom`` or no suffix."""
-    suffix = Path(name).suffix.lower()
+    suffix = os.path.splitext(os.path.basename(name))[1].lower()
     return suffix in DICOM_SUFFIXES or suffix == ""
 
 
@@ -121,6 +124,7 @@ class DicomImporter(UsesSecret, Importer):
         members = (
             source.members if source.kind == "tree" else (Member(source.rel, source.sha256, source.size),)
         )
+        root = str(ctx.bundle.root)
         with quiet_pydicom() as caught:
             for member in members:
                 node = ctx.file_iri(member.rel)
@@ -135,25 +139,24 @@ class DicomImporter(UsesSecret, Importer):
                     ctx.record()
                     continue
                 del caught[:]
-                header, reason = read_header(ctx.bundle.resolve(member.rel), member.size)
+                header, reason = read_header(os.path.join(root, member.rel), member.size)
                 if header is None:
                     ctx.problem(None, f"{member.rel}: {reason}")
                     continue
                 add(node, RDF_TYPE, PG.DicomFile)
-                problems = write_header(ctx, node, header, patients, hashes)
-                problems += charset_problems(header, caught)
-                for p in problems:
+                parsed = write_header(ctx, node, header, patients, hashes)
+                for p in parsed.problems + charset_problems(parsed, caught):
                     ctx.problem(None, f"{member.rel}: {p}")
                 ctx.record()
 
 
-def read_header(path: Path, size: int) -> tuple[Any, str | None]:
+def read_header(path: str, size: int) -> tuple[Any, str | None]:
     """The dataset up to Pixel Data, or None and why the file is unusable."""
     from pydicom import dcmread
     from pydicom.errors import InvalidDicomError
 
     try:
-        with path.open("rb") as fh:
+        with open(path, "rb") as fh:
             try:
                 ds = dcmread(fh, stop_before_pixels=True)
             except InvalidDicomError:
@@ -169,9 +172,7 @@ def read_header(path: Path, size: int) -> tuple[Any, str | None]:
 def _pixel_data_problem(ds: Any, fh: Any, size: int) -> str | None:
     """Truncation, found without reading pixel values: after ``stop_before_pixels`` pydicom
     leaves the file at the Pixel Data tag (or at the end when the file stops short of it)."""
-    meta = getattr(ds, "file_meta", None)
-    syntax = str(meta.get("TransferSyntaxUID", "")) if meta is not None else ""
-    if syntax == DEFLATED:
+    if transfer_syntax(ds) == DEFLATED:
         return None  # the position refers to the inflated stream; nothing to compare
     start = fh.tell()
     head = fh.read(12)
@@ -203,69 +204,176 @@ def _pixel_data_problem(ds: Any, fh: Any, size: int) -> str | None:
     return None
 
 
-def write_header(ctx: ImportContext, node: Any, ds: Any, patients: Patients, hashes: Any) -> list[str]:
-    """Emit the header attributes of one file; return what is wrong with them (no values quoted)."""
-    add = ctx.add
-    problems: list[str] = []
-    values: dict[str, Any] = {}
-    for keyword in (*NEEDED, "Modality", "ViewPosition", *HASHED, *_INTS, *_FLOATS, "SOPClassUID"):
-        if keyword in values:
-            continue
+#: Attributes whose values are ASCII by definition (CS, UI, DA, DS, IS): read from the raw bytes.
+_ASCII_VRS = {"CS", "UI", "DA", "DS", "IS", "TM"}
+#: Text whose bytes depend on SpecificCharacterSet.
+_CHARSET_TEXT = ("PatientID", "PatientName", "AccessionNumber")
+_TAGS: dict[str, int] = {}
+
+
+@cache
+def _pydicom() -> SimpleNamespace:
+    """The pydicom names the hot loop uses, imported once (pydicom loads only when needed)."""
+    from pydicom.charset import python_encoding
+    from pydicom.datadict import dictionary_VR, tag_for_keyword
+    from pydicom.dataelem import RawDataElement
+
+    return SimpleNamespace(
+        python_encoding=python_encoding,
+        dictionary_VR=dictionary_VR,
+        tag_for_keyword=tag_for_keyword,
+        RawDataElement=RawDataElement,
+    )
+
+
+def _tag(keyword: str) -> int:
+    tag = _TAGS.get(keyword)
+    if tag is None:
+        tag = _TAGS[keyword] = _pydicom().tag_for_keyword(keyword)
+    return tag
+
+
+def transfer_syntax(ds: Any) -> str | None:
+    """The file meta's TransferSyntaxUID as text (None when absent)."""
+    meta = getattr(ds, "file_meta", None)
+    elem = meta.get_item(0x00020010) if meta is not None else None
+    if elem is None:
+        return None
+    value = elem.value
+    text = value.decode("ascii", "replace") if isinstance(value, bytes) else str(value or "")
+    return text.strip(" \x00") or None
+
+
+class Header:
+    """Values of one dataset read straight from its raw elements where the VR allows.
+
+    ``dcmread`` leaves elements raw; converting them through pydicom costs more than reading
+    the file. Values that are ASCII by definition (CS, UI, DA, DS, IS) and US integers are
+    decoded here, as is text in a single non-ISO-2022 character set (one Python codec, as
+    pydicom does); code extensions, unknown character sets, undecodable bytes and unexpected
+    VRs go through pydicom's own conversion.
+    """
+
+    def __init__(self, ds: Any) -> None:
+        self.lib = lib = _pydicom()
+        self.ds = ds
+        # the top-level elements as stored: raw (unconverted) unless something read them
+        self.elements = dict(ds.items())
+        self.problems: list[str] = []
+        self.charsets = [c for c in self.values("SpecificCharacterSet") or [] if c]
+        # One non-ISO-2022 character set: raw text decodes with one Python codec (what pydicom
+        # does too); anything else (code extensions, unknown names) is left to pydicom.
+        single = len(self.charsets) <= 1 and not any(c.startswith("ISO 2022") for c in self.charsets)
+        self.codec = lib.python_encoding.get(self.charsets[0] if self.charsets else "") if single else None
+
+    def _element(self, keyword: str) -> Any:
+        return self.elements.get(_tag(keyword))
+
+    def has(self, keyword: str) -> bool:
+        return _tag(keyword) in self.elements
+
+    def _converted(self, keyword: str) -> Any:
         try:
-            values[keyword] = ds.get(keyword)
+            return self.ds.get(keyword)
         except Exception:  # a value that does not convert to its VR
-            values[keyword] = None
-            problems.append(f"{keyword} has a value that is not valid for its VR; ignored")
-    missing = [k for k in NEEDED if values.get(k) is None or str(values[k]).strip() == ""]
+            self.problems.append(f"{keyword} has a value that is not valid for its VR; ignored")
+            return None
+
+    def values(self, keyword: str) -> list[str] | None:
+        """All values as text (None when the attribute is absent)."""
+        elem = self._element(keyword)
+        if elem is None:
+            return None
+        if type(elem) is self.lib.RawDataElement and elem.value is not None:
+            vr = elem.VR or self.lib.dictionary_VR(elem.tag)
+            codec = "ascii" if vr in _ASCII_VRS else self.codec if keyword in _CHARSET_TEXT else None
+            if codec is not None:
+                try:
+                    text = elem.value.decode(codec)
+                except UnicodeDecodeError:
+                    pass  # pydicom decodes with replacement characters and warns (reported)
+                else:
+                    return [v.strip(" \x00") for v in text.split("\\")]
+        value = self._converted(keyword)
+        if value is None:
+            return None
+        return [_text(v) for v in value] if _multi(value) else [_text(value)]
+
+    def text(self, keyword: str) -> str | None:
+        """The value as one string (multiple values joined by the DICOM separator)."""
+        values = self.values(keyword)
+        return None if values is None else "\\".join(values)
+
+    def first(self, keyword: str) -> str | None:
+        values = self.values(keyword)
+        return values[0] if values and values[0] != "" else None
+
+    def unsigned(self, keyword: str) -> int | None:
+        """A US attribute (Rows, BitsStored...)."""
+        elem = self._element(keyword)
+        if elem is None:
+            return None
+        if type(elem) is self.lib.RawDataElement and elem.VR in (None, "US") and elem.value is not None:
+            if len(elem.value) < 2:
+                return None
+            return struct.unpack("<H" if elem.is_little_endian else ">H", elem.value[:2])[0]
+        value = self._converted(keyword)
+        value = value[0] if _multi(value) and len(value) else value
+        try:
+            return None if value in (None, "") else int(value)
+        except (TypeError, ValueError):
+            self.problems.append(f"{keyword} is not a whole number; ignored")
+            return None
+
+
+def write_header(ctx: ImportContext, node: Any, ds: Any, patients: Patients, hashes: Any) -> Header:
+    """Emit the header attributes of one file; its ``problems`` say what is wrong (no values quoted)."""
+    add = ctx.add
+    header = Header(ds)
+    text = {k: header.text(k) for k in (*NEEDED[:3], *HASHED, "Modality", "ViewPosition", "SOPClassUID")}
+    ints = {k: header.unsigned(k) for k in _INTS if k != "NumberOfFrames"}
+    present = {k: v is not None and v.strip() != "" for k, v in text.items()}
+    present.update({k: v is not None for k, v in ints.items()})
+    missing = [k for k in NEEDED if not present[k]]
+    problems = header.problems
     if missing:
         problems.append(
             f"missing {', '.join(missing)}; imported without {'it' if len(missing) == 1 else 'them'}"
         )
-    add(node, PG.patient, patients.node(values["PatientID"]) if "PatientID" not in missing else None)
+    add(node, PG.patient, patients.node(text["PatientID"]) if "PatientID" not in missing else None)
     for keyword, prop in HASHED.items():
-        value = values.get(keyword)
-        if value is not None:
-            add(node, PG[prop], hashes.optional(keyword, _text(value)))
-    photometric = values.get("PhotometricInterpretation")
-    if photometric is not None and str(photometric).strip():
-        add(node, PG.photometricInterpretation, str(photometric).strip().upper())
-    add(node, PG.viewPosition, _text(values.get("ViewPosition") or "").strip().upper())
-    add(node, PG.modality, _text(values.get("Modality") or "").strip() or None)
-    sop_class = values.get("SOPClassUID")
-    add(node, PG.sopClass, str(sop_class) if sop_class else None)
-    for keyword, prop in _INTS.items():
-        number = _first(values.get(keyword))
-        if number is not None:
-            try:
-                add(node, PG[prop], int(number))
-            except (TypeError, ValueError):
-                problems.append(f"{keyword} is not a whole number; ignored")
-    for keyword, prop in _FLOATS.items():
-        number = _first(values.get(keyword))
-        if number is not None:
-            try:
-                add(node, PG[prop], float(number))
-            except (TypeError, ValueError):
-                problems.append(f"{keyword} is not a number; ignored")
-    add(node, PG.hasVoiLut, "VOILUTSequence" in ds)
-    add(node, PG.hasModalityLut, "ModalityLUTSequence" in ds)
-    meta = getattr(ds, "file_meta", None)
-    syntax = meta.get("TransferSyntaxUID") if meta is not None else None
-    add(node, PG.transferSyntax, str(syntax) if syntax else None)
-    return problems
+        if text[keyword] is not None:
+            add(node, PG[prop], hashes.optional(keyword, text[keyword]))
+    if "PhotometricInterpretation" not in missing:
+        add(node, PG.photometricInterpretation, text["PhotometricInterpretation"].strip().upper())
+    add(node, PG.viewPosition, (text["ViewPosition"] or "").strip().upper())
+    add(node, PG.modality, (text["Modality"] or "").strip() or None)
+    add(node, PG.sopClass, text["SOPClassUID"] or None)
+    for keyword, number in ints.items():
+        add(node, PG[_INTS[keyword]], number)
+    frames = header.first("NumberOfFrames")
+    for keyword, prop, raw, kind in (
+        ("NumberOfFrames", _INTS["NumberOfFrames"], frames, int),
+        *((k, p, header.first(k), float) for k, p in _FLOATS.items()),
+    ):
+        if raw is None:
+            continue
+        try:
+            add(node, PG[prop], kind(float(raw)) if kind is int else float(raw))
+        except ValueError:
+            problems.append(f"{keyword} is not a number; ignored")
+    add(node, PG.hasVoiLut, header.has("VOILUTSequence"))
+    add(node, PG.hasModalityLut, header.has("ModalityLUTSequence"))
+    add(node, PG.transferSyntax, transfer_syntax(ds))
+    return header
 
 
-def charset_problems(ds: Any, caught: list[warnings.WarningMessage]) -> list[str]:
+def charset_problems(header: Header, caught: list[warnings.WarningMessage]) -> list[str]:
     """Unknown character sets and undecodable text, reported without quoting any value."""
     from pydicom.charset import python_encoding
 
     problems = []
-    try:
-        declared = ds.get("SpecificCharacterSet")
-    except Exception:
-        declared = None
-    names = [declared] if isinstance(declared, str) else list(declared or [])
-    unknown = [n for n in names if n and n.strip() not in python_encoding]
+    unknown = [n for n in header.charsets if n not in python_encoding]
     if unknown:
         shown = ", ".join(repr(n[:32]) for n in unknown)
         problems.append(
@@ -280,13 +388,10 @@ def charset_problems(ds: Any, caught: list[warnings.WarningMessage]) -> list[str
     return problems
 
 
-def _first(value: Any) -> Any:
-    """The first value of a multi-valued attribute; None when empty."""
+def _multi(value: Any) -> bool:
     from pydicom.multival import MultiValue
 
-    if isinstance(value, MultiValue | list | tuple):
-        return value[0] if len(value) else None
-    return None if value in ("", b"") else value
+    return isinstance(value, MultiValue | list | tuple)
 
 
 def _text(value: Any) -> str:

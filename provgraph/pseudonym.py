@@ -27,7 +27,6 @@ secret re-imports them.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import os
 import secrets
@@ -80,7 +79,7 @@ class Pseudonymizer:
     def digest(self, kind: str, value: object) -> str:
         """Keyed hash of ``value`` (normalised) in the domain ``kind``."""
         message = f"{kind}\x00{normalise(value)}".encode()
-        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
+        return hmac.digest(self._key, message, "sha256").hex()
 
     def optional(self, kind: str, value: object) -> str | None:
         """Like :meth:`digest`, but None for a missing or blank value."""
