@@ -125,15 +125,17 @@ class DicomImporter(UsesSecret, Importer):
             source.members if source.kind == "tree" else (Member(source.rel, source.sha256, source.size),)
         )
         root = str(ctx.bundle.root)
+        tree, has_member, file_class, dicom_class = ctx.source_iri, PROV.hadMember, PG.File, PG.DicomFile
+        path, sha256, size = PG.path, PG.sha256, PG.byteSize
         with quiet_pydicom() as caught:
             for member in members:
                 node = ctx.file_iri(member.rel)
                 if source.kind == "tree":
-                    add(ctx.source_iri, PROV.hadMember, node)
-                    add(node, RDF_TYPE, PG.File)
-                    add(node, PG.path, member.rel)
-                    add(node, PG.sha256, member.sha256)
-                    add(node, PG.byteSize, member.size)
+                    add(tree, has_member, node)
+                    add(node, RDF_TYPE, file_class)
+                    add(node, path, member.rel)
+                    add(node, sha256, member.sha256)
+                    add(node, size, member.size)
                 ctx.advance(member.size)
                 if not must_be_dicom(member.rel):
                     ctx.record()
@@ -143,7 +145,7 @@ class DicomImporter(UsesSecret, Importer):
                 if header is None:
                     ctx.problem(None, f"{member.rel}: {reason}")
                     continue
-                add(node, RDF_TYPE, PG.DicomFile)
+                add(node, RDF_TYPE, dicom_class)
                 parsed = write_header(ctx, node, header, patients, hashes)
                 for p in parsed.problems + charset_problems(parsed, caught):
                     ctx.problem(None, f"{member.rel}: {p}")
@@ -208,7 +210,7 @@ def _pixel_data_problem(ds: Any, fh: Any, size: int) -> str | None:
 _ASCII_VRS = {"CS", "UI", "DA", "DS", "IS", "TM"}
 #: Text whose bytes depend on SpecificCharacterSet.
 _CHARSET_TEXT = ("PatientID", "PatientName", "AccessionNumber")
-_TAGS: dict[str, int] = {}
+_TAGS: dict[str, int] = {}  # keyword -> tag as a plain int
 
 
 @cache
@@ -229,7 +231,7 @@ def _pydicom() -> SimpleNamespace:
 def _tag(keyword: str) -> int:
     tag = _TAGS.get(keyword)
     if tag is None:
-        tag = _TAGS[keyword] = _pydicom().tag_for_keyword(keyword)
+        tag = _TAGS[keyword] = int(_pydicom().tag_for_keyword(keyword))
     return tag
 
 
@@ -257,8 +259,9 @@ class Header:
     def __init__(self, ds: Any) -> None:
         self.lib = lib = _pydicom()
         self.ds = ds
-        # the top-level elements as stored: raw (unconverted) unless something read them
-        self.elements = dict(ds.items())
+        # the top-level elements as stored (raw unless something read them), keyed by plain
+        # int: pydicom's BaseTag compares in Python, which would dominate every lookup
+        self.elements = {int(tag): elem for tag, elem in ds.items()}
         self.problems: list[str] = []
         self.charsets = [c for c in self.values("SpecificCharacterSet") or [] if c]
         # One non-ISO-2022 character set: raw text decodes with one Python codec (what pydicom
@@ -281,11 +284,12 @@ class Header:
 
     def values(self, keyword: str) -> list[str] | None:
         """All values as text (None when the attribute is absent)."""
-        elem = self._element(keyword)
+        elem = self.elements.get(_tag(keyword))
         if elem is None:
             return None
-        if type(elem) is self.lib.RawDataElement and elem.value is not None:
-            vr = elem.VR or self.lib.dictionary_VR(elem.tag)
+        lib = self.lib
+        if type(elem) is lib.RawDataElement and elem.value is not None:
+            vr = elem.VR or lib.dictionary_VR(elem.tag)
             codec = "ascii" if vr in _ASCII_VRS else self.codec if keyword in _CHARSET_TEXT else None
             if codec is not None:
                 try:
@@ -293,6 +297,8 @@ class Header:
                 except UnicodeDecodeError:
                     pass  # pydicom decodes with replacement characters and warns (reported)
                 else:
+                    if "\\" not in text:
+                        return [text.strip(" \x00")]
                     return [v.strip(" \x00") for v in text.split("\\")]
         value = self._converted(keyword)
         if value is None:
@@ -302,7 +308,9 @@ class Header:
     def text(self, keyword: str) -> str | None:
         """The value as one string (multiple values joined by the DICOM separator)."""
         values = self.values(keyword)
-        return None if values is None else "\\".join(values)
+        if values is None:
+            return None
+        return values[0] if len(values) == 1 else "\\".join(values)
 
     def first(self, keyword: str) -> str | None:
         values = self.values(keyword)
@@ -326,9 +334,22 @@ class Header:
             return None
 
 
+@cache
+def _terms() -> dict[str, Any]:
+    """The pg: properties written per file, looked up once."""
+    names = (
+        *HASHED.values(),
+        *_INTS.values(),
+        *_FLOATS.values(),
+        *("patient", "photometricInterpretation", "viewPosition", "modality", "sopClass"),
+        *("hasVoiLut", "hasModalityLut", "transferSyntax"),
+    )
+    return {name: PG[name] for name in names}
+
+
 def write_header(ctx: ImportContext, node: Any, ds: Any, patients: Patients, hashes: Any) -> Header:
     """Emit the header attributes of one file; its ``problems`` say what is wrong (no values quoted)."""
-    add = ctx.add
+    add, term = ctx.add, _terms()
     header = Header(ds)
     text = {k: header.text(k) for k in (*NEEDED[:3], *HASHED, "Modality", "ViewPosition", "SOPClassUID")}
     ints = {k: header.unsigned(k) for k in _INTS if k != "NumberOfFrames"}
@@ -340,40 +361,40 @@ def write_header(ctx: ImportContext, node: Any, ds: Any, patients: Patients, has
         problems.append(
             f"missing {', '.join(missing)}; imported without {'it' if len(missing) == 1 else 'them'}"
         )
-    add(node, PG.patient, patients.node(text["PatientID"]) if "PatientID" not in missing else None)
+    add(node, term["patient"], patients.node(text["PatientID"]) if "PatientID" not in missing else None)
     for keyword, prop in HASHED.items():
         if text[keyword] is not None:
-            add(node, PG[prop], hashes.optional(keyword, text[keyword]))
+            add(node, term[prop], hashes.optional(keyword, text[keyword]))
     if "PhotometricInterpretation" not in missing:
-        add(node, PG.photometricInterpretation, text["PhotometricInterpretation"].strip().upper())
-    add(node, PG.viewPosition, (text["ViewPosition"] or "").strip().upper())
-    add(node, PG.modality, (text["Modality"] or "").strip() or None)
-    add(node, PG.sopClass, text["SOPClassUID"] or None)
+        add(node, term["photometricInterpretation"], text["PhotometricInterpretation"].strip().upper())
+    add(node, term["viewPosition"], (text["ViewPosition"] or "").strip().upper())
+    add(node, term["modality"], (text["Modality"] or "").strip() or None)
+    add(node, term["sopClass"], text["SOPClassUID"] or None)
     for keyword, number in ints.items():
-        add(node, PG[_INTS[keyword]], number)
-    frames = header.first("NumberOfFrames")
-    for keyword, prop, raw, kind in (
-        ("NumberOfFrames", _INTS["NumberOfFrames"], frames, int),
-        *((k, p, header.first(k), float) for k, p in _FLOATS.items()),
-    ):
+        add(node, term[_INTS[keyword]], number)
+    numbers = {"NumberOfFrames": _INTS["NumberOfFrames"], **_FLOATS}
+    for keyword, prop in numbers.items():
+        raw = header.first(keyword)
         if raw is None:
             continue
         try:
-            add(node, PG[prop], kind(float(raw)) if kind is int else float(raw))
+            value = float(raw)
         except ValueError:
             problems.append(f"{keyword} is not a number; ignored")
-    add(node, PG.hasVoiLut, header.has("VOILUTSequence"))
-    add(node, PG.hasModalityLut, header.has("ModalityLUTSequence"))
-    add(node, PG.transferSyntax, transfer_syntax(ds))
+            continue
+        add(node, term[prop], int(value) if keyword == "NumberOfFrames" else value)
+    add(node, term["hasVoiLut"], header.has("VOILUTSequence"))
+    add(node, term["hasModalityLut"], header.has("ModalityLUTSequence"))
+    add(node, term["transferSyntax"], transfer_syntax(ds))
     return header
 
 
 def charset_problems(header: Header, caught: list[warnings.WarningMessage]) -> list[str]:
     """Unknown character sets and undecodable text, reported without quoting any value."""
-    from pydicom.charset import python_encoding
-
+    if not header.charsets and not caught:
+        return []
     problems = []
-    unknown = [n for n in header.charsets if n not in python_encoding]
+    unknown = [n for n in header.charsets if n not in header.lib.python_encoding]
     if unknown:
         shown = ", ".join(repr(n[:32]) for n in unknown)
         problems.append(
