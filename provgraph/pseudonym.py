@@ -111,6 +111,9 @@ def load_secret(default_file: Path) -> str:
 
 def _create_secret(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    ignore = path.parent / ".gitignore"
+    if not ignore.exists():  # the bundle's state folder never belongs in version control
+        ignore.write_text("*\n", encoding="utf-8")
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:

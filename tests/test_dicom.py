@@ -257,6 +257,7 @@ def test_secret_file_is_created_private_and_changes_reimport(cli, tmp_path: Path
     assert cli("-C", str(root), "ingest").code == 0
     secret = root / ".provgraph" / "secret"
     assert secret.stat().st_mode & 0o777 == 0o600
+    assert (root / ".provgraph" / ".gitignore").read_text() == "*\n"
     key = secret.read_text().strip()
     assert re.fullmatch(r"[0-9a-f]{64}", key)
     node = f"patient/{patient_digest(RAW['patient'], key)}"
