@@ -142,13 +142,14 @@ class DicomImporter(UsesSecret, Importer):
                     continue
                 del caught[:]
                 header, reason = read_header(os.path.join(root, member.rel), member.size)
+                where = f"{member.rel}: " if source.kind == "tree" else ""
                 if header is None:
-                    ctx.problem(None, f"{member.rel}: {reason}")
+                    ctx.problem(None, where + reason)
                     continue
                 add(node, RDF_TYPE, dicom_class)
                 parsed = write_header(ctx, node, header, patients, hashes)
                 for p in parsed.problems + charset_problems(parsed, caught):
-                    ctx.problem(None, f"{member.rel}: {p}")
+                    ctx.problem(None, where + p)
                 ctx.record()
 
 

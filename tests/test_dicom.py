@@ -307,4 +307,9 @@ def test_detection(tmp_path: Path) -> None:
         "mixed/x.png": "files",
         "mixed/x.csv": "files",
     }
-    assert os.path.exists(root / "loose")
+    # a single file is its own source: its problems name it once
+    (root / "loose").write_bytes(b"\x00" * 128 + b"DICM" + b"\x02")
+    _, results, _ = ingest_bundle(root)
+    assert [str(p) for r in results if r.rel == "loose" for p in r.problems] == [
+        "loose: truncated: no data elements after the file meta header (133 bytes)"
+    ]
