@@ -5,7 +5,8 @@ Columns: ``case_key`` and ``inclusion`` (required); ``patient_key``, ``source``,
 (for MIMIC-CXR the ``study_id`` exactly as the MIMIC tables write it). ``patient_key`` is the
 raw patient identifier the dataset uses (MIMIC ``subject_id`` / DICOM PatientID): it is
 replaced by its keyed hash on import (see :mod:`provgraph.pseudonym`), so the manifest row,
-the MIMIC tables and the DICOM headers all name the same patient node. ``inclusion`` is
+the MIMIC tables and the DICOM headers all name the same patient node (stated on the entry
+and on the case node, where clustered analysis looks for it). ``inclusion`` is
 include/exclude (also yes/no, true/false, 1/0, included/excluded). A blank ``split`` or
 ``view`` is kept as blank: the cohort rules treat it as undocumented, never as a default.
 """
@@ -65,11 +66,15 @@ class CohortImporter(UsesSecret, Importer):
                 continue
             seen[case] = line
             node = ctx.iri("cohort-entry", case)
+            case_node = ctx.iri("case", case)
+            patient = patients.node(row.get("patient_key"))
             add(node, RDF_TYPE, PG.CohortEntry)
             add(node, PG.key, case)
-            add(node, PG.case, ctx.iri("case", case))
+            add(node, PG.case, case_node)
             add(node, PG.included, decision in INCLUDE)
-            add(node, PG.patient, patients.node(row.get("patient_key")))
+            add(node, PG.patient, patient)
+            # the case itself names its patient too: clustered analysis reads ?case pg:patient
+            add(case_node, PG.patient, patient)
             add(node, PG.sourceDataset, row.get("source") or None)
             add(node, PG.split, row.get("split", "").lower() or None)
             if "view" in row:

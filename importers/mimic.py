@@ -9,7 +9,8 @@
 
 Each row becomes a node keyed by ``dicom_id`` that names its case (``study_id`` exactly as
 written, the benchmark's case key) and its patient (``subject_id`` through the keyed hash of
-:mod:`provgraph.pseudonym`; the raw value is never stored or echoed). Decompress the
+:mod:`provgraph.pseudonym`; the raw value is never stored or echoed); the case node is linked
+to the patient as well. Decompress the
 ``.csv.gz`` files PhysioNet ships before ingesting them.
 """
 
@@ -60,9 +61,12 @@ class _MimicTable(UsesSecret, Importer):
                 continue
             seen[dicom_id] = line
             node = ctx.iri(self.kind, dicom_id)
+            case = ctx.iri("case", row["study_id"])
+            patient = patients.node(row["subject_id"])
             ctx.add(node, PG.dicomId, dicom_id)
-            ctx.add(node, PG.case, ctx.iri("case", row["study_id"]))
-            ctx.add(node, PG.patient, patients.node(row["subject_id"]))
+            ctx.add(node, PG.case, case)
+            ctx.add(node, PG.patient, patient)
+            ctx.add(case, PG.patient, patient)  # the study's patient, where analysis looks for it
             ctx.add(node, PROV.wasDerivedFrom, ctx.source_iri)
             ctx.add(node, PG.sourceFile, ctx.source_iri)
             ctx.add(node, PG.sourceLine, line)

@@ -129,9 +129,12 @@ class Importer:
         """Read ``source`` and emit triples through ``ctx``."""
         raise NotImplementedError
 
-    def fingerprint_extra(self, bundle: Bundle) -> str | None:
-        """Anything besides bytes, version and contract sections that changes this importer's
-        output (e.g. the id of the pseudonymisation key); part of the no-op key when not None."""
+    def state_key(self, source: Source) -> str | None:
+        """Extra state that makes a re-import necessary although the source's files are unchanged.
+
+        Most importers return None. A git repository's history lives in its hidden ``.git``
+        folder, which the source digest does not cover, so the git importer returns its refs.
+        """
         return None
 
     def accepts(self, path: Path) -> bool:
@@ -250,9 +253,9 @@ def fingerprint(bundle: Bundle, source: Source, importer: Importer) -> str:
         "base_iri": bundle.contract.base_iri,
         "sections": sections,
     }
-    extra = importer.fingerprint_extra(bundle)
+    extra = importer.state_key(source)
     if extra is not None:
-        key["extra"] = extra
+        key["state"] = extra
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -39,7 +39,7 @@ from provgraph.errors import UsageError
 
 if TYPE_CHECKING:
     from provgraph.bundle import Bundle
-    from provgraph.ingest import ImportContext
+    from provgraph.ingest import ImportContext, Source
     from provgraph.terms import IRI
 
 ENV_SECRET = "PROVGRAPH_SECRET"
@@ -140,10 +140,16 @@ def _read_secret(path: Path) -> str:
 
 
 class UsesSecret:
-    """Mixin for importers that pseudonymise: the key id joins their no-op fingerprint."""
+    """Mixin for importers that pseudonymise: the key id joins their no-op fingerprint, so
+    changing the secret re-imports them instead of leaving patient nodes of the old key."""
 
-    def fingerprint_extra(self, bundle: Bundle) -> str | None:
-        return "key:" + Pseudonymizer.for_bundle(bundle).key_id
+    def state_key(self, source: Source) -> str | None:
+        from provgraph.bundle import STORE_DIR, find_root
+
+        root = find_root(source.path)
+        if root is None:
+            return None
+        return "key:" + Pseudonymizer(load_secret(root / STORE_DIR / SECRET_FILE)).key_id
 
 
 class Patients:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -34,8 +35,8 @@ def test_flawed_example_fails_the_gate_naming_four_violations(cli, flawed: Path)
     assert cli("-C", str(flawed), "ingest").code == 0
     r = cli("-C", str(flawed), "check")
     assert r.code == 1
-    # other clauses' rules are skipped (not in this contract) and counted as such
-    assert "gate: FAIL (4 fail rules violated" in r.out and "; 4 violations)" in r.out
+    # other clauses' rules are skipped (not declared), so only the counts that matter are pinned
+    assert re.search(r"gate: FAIL \(4 fail rules violated\b.*; 4 violations\)", r.out), r.out
     expected = [
         "output-duplicate-terminal: call/C003 [plan.csv:4]: call C003 has 2 terminal records with "
         "different statuses; which one is the result is ambiguous",
@@ -55,7 +56,7 @@ def test_clean_example_passes(cli, clean: Path) -> None:
     assert cli("-C", str(clean), "ingest").code == 0
     r = cli("-C", str(clean), "check")
     assert r.code == 0, r.out
-    assert "gate: PASS (4 rules passed" in r.out and "; 0 violations)" in r.out
+    assert re.search(r"gate: PASS \(\d+ rules passed\b.*; 0 violations\)", r.out), r.out
 
 
 def test_reingest_keeps_the_quad_count(cli, clean: Path) -> None:
@@ -104,8 +105,8 @@ def test_check_formats(cli, flawed: Path, tmp_path: Path, fmt: str) -> None:
         assert v["path"] == "calls.jsonl" and v["line"] == 5
     elif fmt == "junit":
         root = ET.fromstring(text)
-        suite = root.find("testsuite[@name='output']")
-        assert suite.get("name") == "output" and suite.get("failures") == "4"
+        suite = next(s for s in root.findall("testsuite") if s.get("name") == "output")
+        assert suite.get("failures") == "4"
         assert len(root.findall(".//failure")) == 4
     elif fmt == "sarif":
         doc = json.loads(text)

@@ -165,8 +165,17 @@ def test_one_patient_one_node_across_sources(tmp_path: Path) -> None:
         "ORDER BY DESC(?n)"
     )
     counts = {r["patient"].value.rsplit("/", 1)[-1]: int(r["n"].value) for r in rows}
-    # manifest entry, metadata row, split row and DICOM file all name one node
-    assert counts == {patient_digest(RAW["patient"]): 4, patient_digest("10000033"): 1}
+    # manifest entry, metadata row, split row, DICOM file and the case all name one node
+    assert counts == {patient_digest(RAW["patient"]): 5, patient_digest("10000033"): 2}
+    # each case has exactly one patient, which is what clustered analysis reads
+    cases = store.select(
+        PREFIX
+        + "SELECT DISTINCT ?case ?p WHERE { ?case pg:patient ?p . FILTER(CONTAINS(STR(?case), '/case/')) }"
+    )
+    assert sorted((r["case"].value.rsplit("/", 1)[-1], r["p"].value.rsplit("/", 1)[-1]) for r in cases) == [
+        ("50000001", patient_digest(RAW["patient"])),
+        ("50000002", patient_digest("10000033")),
+    ]
 
 
 def test_bad_files_are_reported_one_per_line_and_the_rest_imports(cli, tmp_path: Path) -> None:

@@ -90,10 +90,10 @@ def test_missing_evidence_fails_closed(tmp_path: Path) -> None:
     # A contract that declares the output clause, but no call log at all.
     root = write_bundle(tmp_path / "b", {"plan.csv": "call_id,case,condition\nC1,s1,A\n"})
     report = check(root)
-    output = [r for r in report.results if r.rule.clause == "output"]
-    assert {r.outcome for r in output} == {"error"}
+    in_force = [r for r in report.results if r.rule.clause == "output"]
+    assert {r.outcome for r in in_force} == {"error"}
     assert {r.outcome for r in report.results if r.rule.clause != "output"} <= {"skipped"}
-    assert "missing evidence: the graph has no pg:CallRecord nodes" in output[0].error
+    assert "missing evidence: the graph has no pg:CallRecord nodes" in in_force[0].error
     assert not report.passed
 
 
