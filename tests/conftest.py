@@ -78,6 +78,17 @@ def cli(capsys, monkeypatch):
     return run
 
 
+#: The pseudonymisation secret every test runs with (tests that need another set their own).
+TEST_SECRET = "provgraph-test-secret-0123456789abcdef"
+
+
+@pytest.fixture(autouse=True)
+def pseudonym_secret(monkeypatch):
+    """A fixed secret, so no test writes ``.provgraph/secret`` into a committed fixture."""
+    monkeypatch.setenv("PROVGRAPH_SECRET", TEST_SECRET)
+    monkeypatch.delenv("PROVGRAPH_SECRET_FILE", raising=False)
+
+
 @pytest.fixture
 def memory_store():
     store = open_store(None)

@@ -135,7 +135,8 @@ def test_report_renders_in_chromium(cli, chromium: str, tmp_path: Path) -> None:
 
     n = sum(r.clause == "output" for r in load_rules())
     assert f"output in force {n} {n - 3} 3 0 0 5 FAIL" in gate  # 3 rules fired, 5 violations
-    assert "cohort not declared 0" in gate
+    cohort = sum(r.clause == "cohort" for r in load_rules())
+    assert f"cohort not declared {cohort} 0 0 0 {cohort} 0" in gate
     assert "2 nonempty" not in dom.text("panel-outputs")  # the generated bundle: 25 of 30
     assert "25 nonempty of 30 planned" in dom.text("panel-outputs")
     if dot.dot_program() is not None:

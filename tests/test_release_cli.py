@@ -157,7 +157,9 @@ def test_verify_refuses_an_unsafe_archive(cli, tmp_path: Path) -> None:
 
 def test_privacy_scan_fails_closed(cli, clean: Path) -> None:
     (clean / "results" / "cases.csv").write_text("study,label\ns50414267,1\n")
-    (clean / "results" / "scan.dcm").write_bytes(b"\0" * 128 + b"DICM" + b"\0" * 16)
+    from fixtures.make_images import write_dicom
+
+    write_dicom(clean / "results" / "scan.dcm")  # a real DICOM: released images fail the scan
     r = cli("-C", str(clean), "release", "build")
     assert r.code == 1
     assert "not released: the privacy scan found 2 item(s):" in r.err

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, RULE_FIXTURES, copy_bundle, write_bundle
 from oxigraph_server import OxigraphServer, free_port
+from test_rules import bundle
 
 from provgraph import catalog
 from provgraph.bundle import Bundle
@@ -84,9 +85,9 @@ def _pairs() -> list:
 
 
 @pytest.mark.parametrize("rule_id", _pairs())
-def test_rule_fixture_pair_on_server(url: str, server: OxigraphServer, rule_id: str) -> None:
+def test_rule_fixture_pair_on_server(url: str, server: OxigraphServer, rule_id: str, tmp_path: Path) -> None:
     expected = json.loads((RULE_FIXTURES / rule_id / "expected.json").read_text())
-    report = checked(RULE_FIXTURES / rule_id / "flawed", url)
+    report = checked(bundle(RULE_FIXTURES / rule_id / "flawed", tmp_path), url)
     (result,) = [r for r in report.results if r.rule.id == rule_id]
     assert result.outcome == "violated", result.error
     assert sorted(report.short(v.focus) for v in result.violations) == sorted(expected["flawed_focus"])
@@ -94,7 +95,7 @@ def test_rule_fixture_pair_on_server(url: str, server: OxigraphServer, rule_id: 
         assert not report.passed
 
     server.clear()
-    report = checked(RULE_FIXTURES / rule_id / "clean", url)
+    report = checked(bundle(RULE_FIXTURES / rule_id / "clean", tmp_path), url)
     fired = {
         r.rule.id: [v.message for v in r.violations] or r.error
         for r in report.results

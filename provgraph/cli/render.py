@@ -1,0 +1,77 @@
+"""``provgraph render``: DICOM to model-ready 8-bit PNG, with a rendering record per image."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from provgraph.cli import App, pass_app
+from provgraph.cli.common import err, out
+from provgraph.errors import EXIT_OK, EXIT_USAGE, UsageError
+
+
+@click.command("render")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the PNG images; each gets <image>.render.json beside it.",
+)
+@click.option(
+    "--window",
+    nargs=2,
+    type=float,
+    metavar="CENTER WIDTH",
+    help="Use this window instead of the header's VOI LUT or window.",
+)
+@pass_app
+def command(app: App, sources: tuple[Path, ...], output: Path, window: tuple[float, float] | None) -> int:
+    """Render DICOM SOURCES (files or folders) to 8-bit greyscale PNG in OUTPUT.
+
+    Stored values go through the modality transform (LUT or rescale), then the VOI LUT, the
+    header's window (or --window), or the min-max range, are mapped to 0..255, and
+    MONOCHROME1 images are inverted so that air is black. A folder's DICOM files (*.dcm,
+    *.dicom, or no suffix) keep their relative paths under OUTPUT with the suffix .png.
+    Files that cannot be rendered are listed (file: reason) and the rest are still
+    rendered; the exit status is then 2.
+    """
+    from provgraph.importers.dicom import must_be_dicom
+    from provgraph.render import RenderError, render_file
+
+    jobs: dict[Path, Path] = {}
+    for source in sources:
+        if source.is_dir():
+            files = sorted(
+                p
+                for p in source.rglob("*")
+                if p.is_file()
+                and must_be_dicom(p.name)
+                and not any(part.startswith(".") for part in p.relative_to(source).parts)
+            )
+            targets = [(f, output / f.relative_to(source).with_suffix(".png")) for f in files]
+        else:
+            targets = [(source, output / (source.stem + ".png"))]
+        for dicom, image in targets:
+            if image in jobs:
+                raise UsageError(f"{dicom} and {jobs[image]} would both be rendered to {image}")
+            jobs[image] = dicom
+    failed = inverted = 0
+    for image, dicom in jobs.items():
+        try:
+            record = render_file(dicom, image, window=window)
+        except RenderError as error:
+            failed += 1
+            err.print(f"provgraph: error: {error}", markup=False)
+            continue
+        inverted += record["inverted"]
+    done = len(jobs) - failed
+    if app.verbosity >= 0:
+        out.print(
+            f"rendered {done} image{'s' if done != 1 else ''} into {output} "
+            f"({inverted} MONOCHROME1 inverted); {failed} failed",
+            markup=False,
+        )
+    return EXIT_USAGE if failed else EXIT_OK
