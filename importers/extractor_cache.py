@@ -9,8 +9,9 @@ Required: ``report`` (the labelled model output, a bundle path), ``finding``, ``
 condition through the call record that names the report as its output. ``x_*`` keys are free;
 any other key is an error, so a typo cannot silently drop evidence.
 
-Each report becomes one ``pg:Extraction`` that ``prov:used`` the report file; each label is a
-``pg:CandidateLabel`` ``prov:wasGeneratedBy`` that extraction and ``prov:wasDerivedFrom`` the
+Each report becomes one ``pg:Extraction`` that ``prov:used`` the report file, and one
+``pg:CandidateLabelRow`` holding all its labels (:mod:`provgraph.labelrows`), located at the
+report's first line, ``prov:wasGeneratedBy`` that extraction and ``prov:wasDerivedFrom`` the
 report file. A verbatim raw response is hashed and recorded as kept in this cache file.
 """
 
@@ -22,6 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from provgraph import labelrows
 from provgraph.bundle import Bundle
 from provgraph.contract.sections.annotation import STATES
 from provgraph.ingest import LIKELY, NO, ImportContext, Importer, Source
@@ -72,6 +74,7 @@ class ExtractorCacheImporter(Importer):
     def ingest(self, source: Source, ctx: ImportContext) -> None:
         reports: dict[str, tuple[int, dict[str, Any]]] = {}
         labels: dict[tuple[str, str], int] = {}
+        rows: dict[str, list[tuple[str, str]]] = {}
         for line, value, error in read_jsonl(source.path, source.rel):
             if error:
                 ctx.problem(line, error)
@@ -103,8 +106,11 @@ class ExtractorCacheImporter(Importer):
                 reports[rel] = (line, per_report)
                 self._extraction(ctx, rel, per_report, line)
             labels[rel, finding] = line
-            self._label(ctx, rel, finding, state, per_report, line)
+            rows.setdefault(rel, []).append((finding, state))
             ctx.record()
+        for rel, found in rows.items():
+            line, per_report = reports[rel]
+            self._row(ctx, rel, found, per_report, line)
 
     def _extraction(self, ctx: ImportContext, rel: str, value: dict[str, Any], line: int) -> None:
         add = ctx.add
@@ -125,14 +131,16 @@ class ExtractorCacheImporter(Importer):
         add(node, PG.sourceFile, ctx.source_iri)
         add(node, PG.sourceLine, line)
 
-    def _label(
-        self, ctx: ImportContext, rel: str, finding: str, state: str, value: dict[str, Any], line: int
+    def _row(
+        self, ctx: ImportContext, rel: str, labels: list[tuple[str, str]], value: dict[str, Any], line: int
     ) -> None:
+        """The report's label row (:mod:`provgraph.labelrows`), located at its first line."""
         add = ctx.add
-        node = ctx.iri("label", ctx.source.rel, rel, finding)
-        add(node, RDF_TYPE, PG.CandidateLabel)
-        add(node, PG.finding, ctx.iri("finding", finding))
-        add(node, PG.labelState, state)
+        node = ctx.iri("label", ctx.source.rel, rel)
+        order, states = labelrows.encode(labels)
+        add(node, RDF_TYPE, PG.CandidateLabelRow)
+        add(node, PG.findingOrder, order)
+        add(node, PG.labelStates, states)
         add(node, PROV.wasGeneratedBy, ctx.iri("extraction", ctx.source.rel, rel))
         add(node, PROV.wasDerivedFrom, ctx.file_iri(rel))
         add(node, PROV.wasDerivedFrom, ctx.source_iri)
@@ -153,6 +161,8 @@ def check(value: Any) -> str | None:
     for key in ("report", "finding", "state"):
         if not value[key].strip():
             return f"empty {key}"
+    if "|" in value["finding"]:
+        return f"finding {value['finding']!r} must not contain '|'"
     if value["state"].upper() not in STATES:
         return f"unknown state {value['state']!r} (one of {', '.join(STATES)})"
     for key in ("max_input_chars", "input_chars"):

@@ -17,6 +17,10 @@ SHA-256 of its text (with and without one trailing newline), which the statistic
 matches against the file inventory to find the output file, and so the call, case and
 condition. Optional ``report`` (bundle path), ``case`` and ``condition`` columns name them
 explicitly instead.
+
+The labels of a row (or, for the reference formats, of a case) are one label row
+(:mod:`provgraph.labelrows`: ``pg:findingOrder`` and ``pg:labelStates``), not one node per
+label: label cells are most of a benchmark's data.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from provgraph import labelrows
 from provgraph.bundle import Bundle
 from provgraph.contract.sections.annotation import CHEXPERT_FINDINGS, STATES
 from provgraph.errors import InputError
@@ -63,22 +68,22 @@ def text_hashes(text: str) -> list[str]:
     return out
 
 
-def write_label(
+def write_row(
     ctx: ImportContext,
     node,
     cls,
     case: str | None,
-    finding: str,
-    state: str,
+    labels: list[tuple[str, str]],
     line: int,
 ) -> None:
+    """One label row (see :mod:`provgraph.labelrows`): the states of every finding, one node."""
     add = ctx.add
+    order, states = labelrows.encode(labels)
     add(node, RDF_TYPE, cls)
     if case is not None:
         add(node, PG.case, ctx.iri("case", case))
-    add(node, PG.finding, ctx.iri("finding", finding))
-    add(node, PG.labelState, state)
-    add(node, PROV.wasDerivedFrom, ctx.source_iri)
+    add(node, PG.findingOrder, order)
+    add(node, PG.labelStates, states)
     add(node, PG.sourceFile, ctx.source_iri)
     add(node, PG.sourceLine, line)
 
@@ -159,14 +164,15 @@ class _LabellerCsv(Importer):
             else:
                 for digest in digests:
                     add(extraction, PG.reportSha256, digest)
-            for f, state in zip(findings, states, strict=True):
-                label = ctx.iri("label", source.rel, *(k for k in key if k), f)
-                write_label(ctx, label, PG.CandidateLabel, row.get("case") or None, f, state, line)
-                add(label, PROV.wasGeneratedBy, extraction)
-                if report_rel:
-                    add(label, PROV.wasDerivedFrom, ctx.file_iri(report_rel))
-                if row.get("condition"):
-                    add(label, PG.condition, ctx.iri("condition", row["condition"]))
+            row_node = ctx.iri("label", source.rel, *(k for k in key if k))
+            labels = list(zip(findings, states, strict=True))
+            write_row(ctx, row_node, PG.CandidateLabelRow, row.get("case") or None, labels, line)
+            add(row_node, PROV.wasGeneratedBy, extraction)
+            add(row_node, PROV.wasDerivedFrom, ctx.source_iri)
+            if report_rel:
+                add(row_node, PROV.wasDerivedFrom, ctx.file_iri(report_rel))
+            if row.get("condition"):
+                add(row_node, PG.condition, ctx.iri("condition", row["condition"]))
             ctx.record()
 
 
@@ -254,10 +260,10 @@ class MimicReferenceImporter(Importer):
                 )
                 continue
             seen[study] = line
-            for f, state in zip(findings, states, strict=True):
-                node = ctx.iri("label", source.rel, study, f)
-                write_label(ctx, node, PG.ReferenceLabel, study, f, state, line)  # type: ignore[arg-type]
-                ctx.add(node, PG.extractor, labeller)
+            node = ctx.iri("label", source.rel, study)
+            write_row(ctx, node, PG.ReferenceLabelRow, study, list(zip(findings, states, strict=True)), line)  # type: ignore[arg-type]
+            ctx.add(node, PROV.wasDerivedFrom, ctx.source_iri)
+            ctx.add(node, PG.extractor, labeller)
             ctx.record()
 
 
@@ -278,6 +284,7 @@ class ReferenceLabelsImporter(Importer):
 
     def ingest(self, source: Source, ctx: ImportContext) -> None:
         seen: dict[tuple[str, str], int] = {}
+        cases: dict[str, tuple[int, list[tuple[str, str]], set[str]]] = {}
         for line, row, error in read_csv(source.path, self.required, source.rel):
             if error:
                 ctx.problem(line, error)
@@ -296,8 +303,18 @@ class ReferenceLabelsImporter(Importer):
                     line, f"case {key[0]}, finding {key[1]} is labelled twice (first on line {seen[key]})"
                 )
                 continue
+            if labelrows.SEPARATOR in key[1]:
+                ctx.problem(line, f"finding {key[1]!r} must not contain {labelrows.SEPARATOR!r}")
+                continue
             seen[key] = line
-            node = ctx.iri("label", source.rel, *key)
-            write_label(ctx, node, PG.ReferenceLabel, key[0], key[1], state, line)
-            ctx.add(node, PG.extractor, row.get("labeller") or None)
+            _, labels, labellers = cases.setdefault(key[0], (line, [], set()))
+            labels.append((key[1], state))
+            labellers.add(row.get("labeller") or "")
             ctx.record()
+        # One row per case (its first line locates it); the lines of one case need not be adjacent.
+        for case, (line, labels, labellers) in cases.items():
+            node = ctx.iri("label", source.rel, case)
+            write_row(ctx, node, PG.ReferenceLabelRow, case, labels, line)
+            ctx.add(node, PROV.wasDerivedFrom, ctx.source_iri)
+            for name in sorted(labellers - {""}):
+                ctx.add(node, PG.extractor, name)

@@ -7,12 +7,13 @@ and claim statuses.
 
 Terms of clauses that are still being built are named here in one place:
 ``VIEW_POSITION`` (DICOM ViewPosition of an image or study, cohort clause). Everything else
-uses the shared vocabulary (pg:PlannedCall, pg:CallRecord, pg:CandidateLabel, pg:case,
+uses the shared vocabulary (pg:PlannedCall, pg:CallRecord, pg:CellGrid, pg:case,
 pg:finding, pg:condition, pg:ReportedValue, pg:recomputedAs, pg:Statistic, pg:Claim...).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from provgraph.lineage import STATUSES
@@ -111,39 +112,20 @@ class Blocks:
         return self.total - self.complete
 
 
-_CANDIDATE = """?l a/rdfs:subClassOf* pg:CandidateLabel ; pg:case ?case ; pg:finding ?finding ;
-                 pg:condition|pg:forCall/pg:condition ?cond ."""
-
-
 def blocks(store: Store) -> Blocks | None:
-    """Globally complete blocks: labelled under every condition that labelled anything."""
-    conditions = _int(
-        store.select(PREFIXES + f"SELECT (COUNT(DISTINCT ?cond) AS ?n) WHERE {{ {_CANDIDATE} }}")[0]["n"]
-    )
-    if conditions == 0:
+    """Globally complete blocks: labelled under every condition that labelled anything.
+
+    Read from the statistics engine's cell grid (``pg:labelledBlocks``), which resolves every
+    label row to its (case, condition) once; None before statistics were computed.
+    """
+    rows = store.select(PREFIXES + "SELECT ?j WHERE { ?g a pg:CellGrid ; pg:labelledBlocks ?j } LIMIT 1")
+    if not rows:
         return None
-    rows = store.select(
-        PREFIXES
-        + f"""SELECT ?k (COUNT(*) AS ?n) WHERE {{
-          {{ SELECT ?case ?finding (COUNT(DISTINCT ?cond) AS ?k)
-             WHERE {{ {_CANDIDATE} }} GROUP BY ?case ?finding }}
-        }} GROUP BY ?k"""
-    )
-    by = {_int(r["k"]): _int(r["n"]) for r in rows}
-    reference_only = _int(
-        store.select(
-            PREFIXES
-            + """SELECT (COUNT(*) AS ?n) WHERE {
-              { SELECT DISTINCT ?case ?finding WHERE {
-                  ?r a/rdfs:subClassOf* pg:ReferenceLabel ; pg:case ?case ; pg:finding ?finding } }
-              FILTER NOT EXISTS {
-                ?l a/rdfs:subClassOf* pg:CandidateLabel ; pg:case ?case ; pg:finding ?finding }
-            }"""
-        )[0]["n"]
-    )
-    if reference_only:
-        by[0] = by.get(0, 0) + reference_only
-    return Blocks(conditions, dict(sorted(by.items())))
+    doc = json.loads(rows[0]["j"].value)  # type: ignore[union-attr]
+    if not doc["conditions"]:
+        return None
+    by = {int(k): int(v) for k, v in doc["by_conditions"].items()}
+    return Blocks(int(doc["conditions"]), dict(sorted(by.items())))
 
 
 @dataclass

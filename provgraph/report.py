@@ -339,8 +339,9 @@ def _accounting(store: Store) -> str:
             "blocks",
             "(c) Complete blocks",
             blocks_body,
-            "no candidate labels with case, finding and condition (<code>pg:CandidateLabel</code>). "
-            "Import the extractor's label cache (annotation clause).",
+            "no recomputed cell grid (<code>pg:CellGrid</code>). Import the candidate and reference "
+            "labels (annotation clause) and run the statistics (<code>[analysis]</code>, "
+            "<code>provgraph stats</code>).",
             blocks_summary or "",
         ),
     ]

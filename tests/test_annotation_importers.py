@@ -10,6 +10,7 @@ import pyoxigraph as ox
 import pytest
 from conftest import CONTRACT, ingest_bundle, write_bundle
 
+from provgraph import labelrows
 from provgraph.bundle import Bundle
 from provgraph.ingest import plan_bundle
 from provgraph.vocab import PG_NS
@@ -31,6 +32,21 @@ def select(store, query: str) -> list[dict]:
     return [
         {k: (v.value if v is not None else None) for k, v in r.items()} for r in store.select(PREFIX + query)
     ]
+
+
+def labels(store, cls: str, extra: str = "", where: str = "") -> list[dict]:
+    """One dict per label: the label row's columns ``extra`` plus ``finding`` and ``state``,
+    expanded from the row's pg:findingOrder and pg:labelStates."""
+    rows = select(
+        store,
+        f"SELECT ?l ?order ?states {extra} WHERE {{ ?l a {cls} ; pg:findingOrder ?order ; "
+        f"pg:labelStates ?states . {where} }}",
+    )
+    out = []
+    for r in rows:
+        for finding, state in labelrows.decode(r.pop("order"), r.pop("states")):
+            out.append({**r, "finding": finding, "state": state})
+    return out
 
 
 def importers_of(root: Path) -> dict[str, str]:
@@ -105,14 +121,16 @@ def test_extractor_cache_records_extraction_and_labels(tmp_path: Path) -> None:
     assert ext[0]["kept"].endswith("/file/labels.jsonl") and len(ext[0]["hash"]) == 64
     assert ext[1]["kept"] is None and ext[1]["hash"] == "a" * 64
     assert json.loads(ext[1]["decoding"]) == {"temperature": 0, "top_p": 1}
-    labels = select(
+    found = labels(
         store,
-        """SELECT ?state ?file ?case ?cond WHERE { ?l a pg:CandidateLabel ; pg:labelState ?state ;
-           prov:wasGeneratedBy ?x ; prov:wasDerivedFrom ?file . ?x prov:used ?file .
-           OPTIONAL { ?l pg:case ?case } OPTIONAL { ?l pg:condition ?cond } } ORDER BY ?file ?state""",
+        "pg:CandidateLabelRow",
+        "?file ?case ?cond",
+        """?l prov:wasGeneratedBy ?x ; prov:wasDerivedFrom ?file . ?x prov:used ?file .
+           OPTIONAL { ?l pg:case ?case } OPTIONAL { ?l pg:condition ?cond }""",
     )
-    assert [r["state"] for r in labels] == ["POSITIVE", "UNCERTAIN", "POSITIVE"]
-    assert labels[2]["case"].endswith("/case/s1") and labels[2]["cond"].endswith("/condition/B")
+    found.sort(key=lambda r: (r["file"], r["state"]))
+    assert [r["state"] for r in found] == ["POSITIVE", "UNCERTAIN", "POSITIVE"]
+    assert found[2]["case"].endswith("/case/s1") and found[2]["cond"].endswith("/condition/B")
 
 
 @pytest.mark.parametrize(
@@ -148,14 +166,10 @@ def test_chexpert_labeler_output(tmp_path: Path) -> None:
     root = write_bundle(tmp_path / "b", {"labeled_reports.csv": CHEXPERT_CSV}, CONTRACT)
     store, results, _ = ingest_bundle(root)
     assert [p for r in results for p in r.problems] == []
-    rows = select(
-        store,
-        """SELECT ?line ?f ?state WHERE { ?l a pg:CandidateLabel ; pg:sourceLine ?line ;
-           pg:finding ?f ; pg:labelState ?state }""",
-    )
+    rows = labels(store, "pg:CandidateLabelRow", "?line", "?l pg:sourceLine ?line .")
     by_line: dict[int, dict[str, str]] = {}
     for r in rows:
-        by_line.setdefault(int(r["line"]), {})[r["f"].rsplit("/", 1)[1].replace("%20", " ")] = r["state"]
+        by_line.setdefault(int(r["line"]), {})[r["finding"]] = r["state"]
     assert len(by_line) == 3 and all(len(v) == 14 for v in by_line.values())
     first, second, third = (by_line[k] for k in sorted(by_line))
     assert first["No Finding"] == "POSITIVE" and first["Cardiomegaly"] == "NEGATIVE"
@@ -180,12 +194,13 @@ def test_chexbert_encodings(tmp_path: Path) -> None:
     assert by["amb.csv"].outcome == "failed"
     assert "only the values 0 and 1 occur" in by["amb.csv"].error
     assert 'chexbert_encoding = "raw" or "converted"' in by["amb.csv"].error
-    rows = select(
+    rows = labels(
         store,
-        """SELECT ?path ?enc ?f ?state WHERE { ?l a pg:CandidateLabel ; pg:labelState ?state ; pg:finding ?f ;
-           pg:sourceFile/pg:path ?path ; prov:wasGeneratedBy/pg:labelEncoding ?enc }""",
+        "pg:CandidateLabelRow",
+        "?path ?enc",
+        "?l pg:sourceFile/pg:path ?path ; prov:wasGeneratedBy/pg:labelEncoding ?enc .",
     )
-    states = {(r["path"], r["f"].rsplit("/", 1)[1].replace("%20", " ")): r["state"] for r in rows}
+    states = {(r["path"], r["finding"]): r["state"] for r in rows}
     assert states["raw.csv", "Enlarged Cardiomediastinum"] == "NOT_MENTIONED"  # raw 0 = blank
     assert states["raw.csv", "Cardiomegaly"] == "NEGATIVE"  # raw 2
     assert states["raw.csv", "Lung Lesion"] == "UNCERTAIN"  # raw 3
@@ -217,13 +232,12 @@ def test_mimic_reference_never_stores_subject_id(tmp_path: Path) -> None:
     ]
     text = dump(store)
     assert "10000032" not in text and "10000764" not in text
-    rows = select(
-        store,
-        """SELECT ?case ?state ?labeller WHERE { ?l a pg:ReferenceLabel ; pg:case ?case ;
-           pg:labelState ?state ; pg:finding ?f ; pg:extractor ?labeller .
-           FILTER(STRENDS(STR(?f), "/Edema")) }""",
+    rows = labels(
+        store, "pg:ReferenceLabelRow", "?case ?labeller", "?l pg:case ?case ; pg:extractor ?labeller ."
     )
-    got = sorted((r["case"].rsplit("/", 1)[1], r["state"], r["labeller"]) for r in rows)
+    got = sorted(
+        (r["case"].rsplit("/", 1)[1], r["state"], r["labeller"]) for r in rows if r["finding"] == "Edema"
+    )
     assert got == [("50414267", "UNCERTAIN", "negbio"), ("53189527", "NOT_MENTIONED", "negbio")]
 
 
@@ -238,6 +252,14 @@ def test_canonical_reference_labels(tmp_path: Path) -> None:
         "reference.csv:4: unknown state 'sure' (one of POSITIVE, NEGATIVE, UNCERTAIN, NOT_MENTIONED)",
     ]
     assert result.records == 2
+    # one row per case, its labels in file order, located at the case's first line
+    rows = select(
+        _store,
+        "SELECT ?case ?order ?states ?line WHERE { ?l a pg:ReferenceLabelRow ; pg:case ?case ; "
+        "pg:findingOrder ?order ; pg:labelStates ?states ; pg:sourceLine ?line }",
+    )
+    got = sorted((r["case"].rsplit("/", 1)[1], r["order"], r["states"], int(r["line"])) for r in rows)
+    assert got == [("s1", "|Edema|", "P", 2), ("s2", "|Pneumonia|", "M", 5)]
 
 
 def test_reported_statistics_keep_written_precision(tmp_path: Path) -> None:

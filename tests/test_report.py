@@ -95,7 +95,7 @@ def test_report_of_the_flawed_example(cli, tmp_path: Path) -> None:
     assert "2 nonempty of 4 planned" in text
     assert "+ 1 record for calls that were never planned" in text
     assert "Not in the graph: no DICOM view positions" in text
-    assert "Not in the graph: no candidate labels" in text
+    assert "Not in the graph: no recomputed cell grid" in text
     assert "Not in the graph: no reported values" in text
     assert "Not in the graph: no claims" in text
     assert re.search(r'<div class="panel" id="panel-outputs">.*?<svg role="img"', html, re.S)

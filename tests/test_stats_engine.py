@@ -19,6 +19,7 @@ from statsmodels.stats.contingency_tables import cochrans_q, mcnemar
 from provgraph import catalog
 from provgraph.rules import load_rules, run_check
 from provgraph.stats import materialize
+from provgraph.stats.cells import build_grid
 from provgraph.vocab import PG_NS
 
 BASE = "https://example.org/t/"
@@ -106,6 +107,7 @@ def radiology_bundle(root: Path, seed: int = 1, cases: int = 12, conditions=("A"
         "cand": truth_cand,
         "cases": [f"s{i + 1:02d}" for i in range(cases)],
         "conds": list(conditions),
+        "calls": [tuple(line.split(",")) for line in plan[1:]],
     }
 
 
@@ -149,25 +151,37 @@ def test_cells_by_key_through_call_records(radiology) -> None:
     store, truth, outcome = radiology
     blocks, values = keyed_matrix(truth)
     assert outcome.source == "labels" and outcome.cells == int((~np.isnan(values)).sum())
-    rows = select(
-        store,
-        """SELECT ?case ?finding ?cond ?v ?ref ?cand WHERE { ?c a pg:Cell ; pg:case ?case ;
-           pg:finding ?finding ; pg:condition ?cond ; pg:cellValue ?v ; prov:wasDerivedFrom ?ref, ?cand .
-           ?ref a pg:ReferenceLabel . ?cand a pg:CandidateLabel }""",
-    )
-    got = {
-        (r["case"].rsplit("/", 1)[1], r["finding"].rsplit("/", 1)[1], r["cond"].rsplit("/", 1)[1]): int(
-            r["v"]
-        )
-        for r in rows
-    }
+    base, annotation, analysis = materialize.settings(store)
+    grid = build_grid(store, base, annotation, analysis)
+    got, sources = {}, {}
+    for case, f in blocks:
+        for cond in truth["conds"]:
+            cell = grid.cell(case, f, cond)
+            if cell is not None:
+                got[case, f, cond] = cell.value
+                sources[case, f, cond] = cell.sources
     want = {
         (case, f, truth["conds"][j]): int(values[i, j])
         for i, (case, f) in enumerate(blocks)
         for j in range(values.shape[1])
         if not np.isnan(values[i, j])
     }
-    assert got == want  # every cell derives from exactly its reference and candidate label
+    assert got == want
+    # every cell derives from exactly its case's reference row and its call's candidate row
+    for (case, _, cond), (ref, cand) in sources.items():
+        cid = next(r for r in truth["calls"] if r[1:] == (case, cond))[0]
+        assert ref == f"{BASE}label/reference.csv/{case}"
+        assert cand == f"{BASE}label/labels.jsonl/outputs%2F{cid}.txt"
+    # the graph's cell grid derives from exactly the rows used; every column from the grid
+    rows = select(store, "SELECT ?row WHERE { ?g a pg:CellGrid ; prov:wasDerivedFrom ?row }")
+    assert {r["row"] for r in rows} == {s for pair in sources.values() for s in pair}
+    rows = select(
+        store,
+        """SELECT ?col ?grid WHERE { ?col a pg:MatrixColumn . OPTIONAL { ?col prov:wasDerivedFrom ?grid .
+           ?grid a pg:CellGrid } }""",
+    )
+    assert rows and all(r["grid"] for r in rows)
+    assert not select(store, "SELECT ?c WHERE { ?c a pg:Cell }")  # cells are not nodes
 
 
 def test_q_and_mcnemar_match_statsmodels_on_the_keyed_matrix(radiology) -> None:
@@ -195,18 +209,23 @@ def test_q_and_mcnemar_match_statsmodels_on_the_keyed_matrix(radiology) -> None:
 
 def test_statistic_derives_from_exactly_the_cells_it_used(radiology) -> None:
     store, truth, _ = radiology
-    _, values = keyed_matrix(truth)
-    complete = int((~np.isnan(values).any(axis=1)).sum())
+    blocks, values = keyed_matrix(truth)
+    kept = ~np.isnan(values).any(axis=1)
+    complete = int(kept.sum())
+    text = "".join(f"{c}\t{f}\n" for c, f in sorted(b for b, k in zip(blocks, kept, strict=True) if k))
+    keys = hashlib.sha256(text.encode()).hexdigest()
     rows = select(
         store,
-        f"""SELECT ?col (COUNT(DISTINCT ?cell) AS ?n) WHERE {{
+        f"""SELECT ?col ?n ?keys WHERE {{
               ?s pg:statName "mcnemar_p" ; pg:testVariant "exact" ; pg:cohortRule "globally-complete" ;
                  pg:firstCondition <{BASE}condition/A> ; pg:secondCondition <{BASE}condition/B> ;
                  prov:wasDerivedFrom ?col .
               FILTER NOT EXISTS {{ ?s pg:cluster ?x }}
-              ?col a pg:MatrixColumn ; prov:hadMember ?cell . ?cell pg:condition ?cond }} GROUP BY ?col""",
+              ?col a pg:MatrixColumn ; pg:n ?n ; pg:keySetSha256 ?keys }}""",
     )
+    # the two columns hold exactly the globally complete blocks: n and the hash of their keys
     assert len(rows) == 2 and {int(r["n"]) for r in rows} == {complete}
+    assert {r["keys"] for r in rows} == {keys}
     assert {r["col"].rsplit("/", 1)[1] for r in rows} == {"A", "B"}
     # and the matrix records the cohort: n, the key set, a missingness table by cause
     m = select(
@@ -492,12 +511,14 @@ def test_labeller_csv_is_tied_to_output_files_by_their_text(tmp_path: Path) -> N
     )
     store, _, _ = ingest_bundle(root)
     outcome = materialize.refresh(store)
-    rows = select(
-        store,
-        """SELECT ?cond ?finding ?cat WHERE { ?c a pg:Cell ; pg:condition ?cond ; pg:finding ?finding ;
-           pg:cellCategory ?cat }""",
-    )
-    got = {(r["cond"].rsplit("/", 1)[1], r["finding"].rsplit("/", 1)[1]): r["cat"] for r in rows}
+    base, annotation, analysis = materialize.settings(store)
+    grid = build_grid(store, base, annotation, analysis)
+    got = {
+        (cond, f): cell.category
+        for cond in ("A", "B")
+        for f in ("Edema", "Cardiomegaly")
+        if (cell := grid.cell("s1", f, cond)) is not None
+    }
     # C1 (no trailing newline in the file) and C2 (file ends in a newline) are both found
     assert got == {
         ("A", "Edema"): "FN",

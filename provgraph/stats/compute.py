@@ -2,8 +2,9 @@
 of pairwise tests with their adjustments, and cluster-aware inference.
 
 Each statistic is derived from the matrix *columns* it used, and each column records exactly
-which cells it holds, so a McNemar test of conditions A and B points at the A and B cells of
-its cohort and nothing else.
+which blocks it holds (the SHA-256 of their keys), so a McNemar test of conditions A and B
+points at the A and B columns of its cohort and nothing else; the columns derive from the cell
+grid, and the grid from every label row it used.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ ADJUST_METHOD = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Ho
 
 
 def keyset_sha256(blocks: list[tuple[str, str]]) -> str:
+    """SHA-256 over the sorted ``case<TAB>finding`` lines (what :meth:`CellGrid.keyset` gives)."""
     text = "".join(f"{c}\t{f}\n" for c, f in sorted(blocks))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -42,7 +44,7 @@ def keyset_sha256(blocks: list[tuple[str, str]]) -> str:
 class Column:
     iri: IRI
     condition: str
-    cells: list[IRI]
+    n: int
     keyset: str
 
 
@@ -79,21 +81,19 @@ class _Routes:
 
     def _column(self, route: str, j: int, rows: np.ndarray, *extra: str) -> Column:
         cond = self.grid.condition_keys[j]
-        cells = [self.grid.cells[(int(i), j)].iri for i in rows]
-        blocks = [self.grid.blocks[int(i)] for i in rows]
         iri = mint(self.base, "matrix", route, *extra, "column", cond)
-        return Column(iri, cond, cells, keyset_sha256(blocks))
+        return Column(iri, cond, int(np.asarray(rows).size), self.grid.keyset(rows))
 
     def matrix(self, route: str) -> Matrix:
         if route in self.matrices:
             return self.matrices[route]
         grid, values = self.grid, self.grid.values
         iri = mint(self.base, "matrix", route)
-        m = Matrix(iri, route, 0, len(grid.blocks), list(grid.condition_keys), missing=dict(grid.missing))
+        m = Matrix(iri, route, 0, grid.block_count, list(grid.condition_keys), missing=dict(grid.missing))
         if route == "globally-complete":
             rows = paired.complete_rows(values)
             m.n = int(rows.size)
-            m.keyset = keyset_sha256([grid.blocks[int(i)] for i in rows])
+            m.keyset = grid.keyset(rows)
             m.columns = [self._column(route, j, rows) for j in range(self.k)]
             self._y[route] = values[rows].astype(np.int8)
             self.complete_rows = rows
@@ -360,20 +360,21 @@ def _clustered(routes: _Routes, analysis: dict, grid: CellGrid, notes: list[str]
         float(boot.get("level", 0.95)),
     )
     inputs = tuple(c.iri for c in m.columns)
+    case_names = np.array(grid.case_keys, dtype=object)
     for unit in analysis.get("clusters", []):
-        cases = [grid.blocks[int(i)][0] for i in rows]
+        in_cohort = np.unique(grid.block_case[rows])
         if unit == "study":
-            labels = cases
+            names = case_names
         else:
-            missing = sorted({c for c in cases if c not in grid.patients})
+            missing = sorted(str(case_names[c]) for c in in_cohort if case_names[c] not in grid.patients)
             if missing:
                 notes.append(
                     f"no clustering by patient: {len(missing)} case(s) of the cohort have no pg:patient link "
                     f"(e.g. {missing[0]})"
                 )
                 continue
-            labels = [grid.patients[c] for c in cases]
-        codes = np.unique(np.array(labels, dtype=object), return_inverse=True)[1]
+            names = np.array([grid.patients.get(c, "") for c in grid.case_keys], dtype=object)
+        codes = np.unique(names[grid.block_case[rows]], return_inverse=True)[1]
         common = {"route": "globally-complete", "cluster": unit, "cohort": m.iri, "keyset": m.keyset}
         if analysis.get("omnibus", True):
             q = cluster.clustered_cochran(y, codes)

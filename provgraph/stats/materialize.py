@@ -1,6 +1,6 @@
 """Bring the recomputed statistics in the store up to date, in their own catalog slot.
 
-The statistics graph (cells, keyed matrices, missingness tables, statistics, review sets and
+The statistics graph (the cell grid, keyed matrices, missingness tables, statistics, review sets and
 the ``pg:recomputedAs`` links from reported values) is derived from every imported graph. It
 is replaced atomically like an import (:func:`provgraph.catalog.replace`) under the key
 ``analysis:statistics``; its fingerprint is the fingerprints of all import slots, so it is
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 SLOT = "analysis:statistics"
 #: bumped whenever the statistics graph changes shape or a computation changes
-ENGINE_VERSION = "1"
+ENGINE_VERSION = "2"
 
 
 @dataclass
@@ -113,7 +113,7 @@ def refresh(store: Store, force: bool = False) -> Outcome:
         "computed",
         base=base,
         statistics=len(stats),
-        cells=len(grid.cells) if grid else 0,
+        cells=grid.cell_count if grid else 0,
         source=grid.source if grid else None,
         stats=stats,
         matrices=cell_results.matrices if cell_results else [],
@@ -234,7 +234,7 @@ def write_graph(
     w: TripleWriter,
     base: str,
     grid,
-    cells: CellResults | None,
+    cell_results: CellResults | None,
     reviews: ReviewResults | None,
     stats: list[Stat],
     links: list[tuple[Reported, Stat]],
@@ -248,22 +248,32 @@ def write_graph(
     add(run, PG.version, ENGINE_VERSION)
     for note in outcome.notes:
         add(run, PG.message, note)
+    cells = None
     if grid is not None:
-        for (i, j), cell in grid.cells.items():
-            case, finding = grid.blocks[i]
-            cond = grid.condition_keys[j]
-            add(cell.iri, RDF_TYPE, PG.Cell)
-            add(cell.iri, PG.case, mint(base, "case", case))
-            add(cell.iri, PG.finding, mint(base, "finding", finding))
-            add(cell.iri, PG.condition, mint(base, "condition", cond))
-            add(cell.iri, PG.cellValue, cell.value)
-            add(cell.iri, PG.cellCategory, cell.category)
-            add(cell.iri, PG.fpSeverity, cell.severity)
-            for source in cell.sources:
-                add(cell.iri, PROV.wasDerivedFrom, IRI(source))
-            add(cell.iri, PROV.wasGeneratedBy, run)
-    if cells is not None:
-        for m in cells.matrices:
+        # One node stands for every cell (see provgraph.stats.cells): it derives from each label
+        # row (or reported cell) a cell was formed from, so lineage reaches every cell.
+        cells = mint(base, "cell-grid", "main")
+        add(cells, RDF_TYPE, PG.CellGrid)
+        add(cells, PG.cellSource, grid.source)
+        add(cells, PG.n, grid.cell_count)
+        add(cells, PG.blockCount, grid.block_count)
+        add(cells, PG.conditionCount, len(grid.condition_keys))
+        add(
+            cells,
+            PG.labelledBlocks,
+            json.dumps(
+                {
+                    "conditions": grid.labelled_conditions,
+                    "by_conditions": {str(k): v for k, v in grid.labelled.items()},
+                },
+                sort_keys=True,
+            ),
+        )
+        add(cells, PROV.wasGeneratedBy, run)
+        for source in grid.used_sources():
+            add(cells, PROV.wasDerivedFrom, IRI(source))
+    if cell_results is not None:
+        for m in cell_results.matrices:
             add(m.iri, RDF_TYPE, PG.KeyedMatrix)
             add(m.iri, PG.cohortRule, m.route)
             add(m.iri, PG.n, m.n)
@@ -272,14 +282,14 @@ def write_graph(
             add(m.iri, PG.keySetSha256, m.keyset)
             add(m.iri, PG.mispairedPositions, m.mispaired)
             add(m.iri, PROV.wasGeneratedBy, run)
+            add(m.iri, PROV.wasDerivedFrom, cells)
             for col in m.columns:
                 add(m.iri, PROV.hadMember, col.iri)
                 add(col.iri, RDF_TYPE, PG.MatrixColumn)
                 add(col.iri, PG.condition, mint(base, "condition", col.condition))
-                add(col.iri, PG.n, len(col.cells))
+                add(col.iri, PG.n, col.n)
                 add(col.iri, PG.keySetSha256, col.keyset)
-                for cell in col.cells:
-                    add(col.iri, PROV.hadMember, cell)
+                add(col.iri, PROV.wasDerivedFrom, cells)
             for (cause, cond), count in sorted(m.missing.items()):
                 node = mint(base, "missingness", m.route, cause, cond)
                 add(m.iri, PG.missingness, node)

@@ -55,6 +55,19 @@ class Store(ABC):
         names = [v.value for v in result.variables]
         return Rows(names, [{n: sol[n] for n in names} for sol in result])
 
+    def stream(
+        self, query: str, bindings: Mapping[str, Term] | None = None
+    ) -> Iterator[tuple[str | None, ...]]:
+        """Run a SPARQL SELECT and yield each solution as a tuple of term values (None when
+        unbound), in projection order, without holding the whole result as objects: for
+        results of millions of rows."""
+        result = self._query(query, bindings)
+        if not isinstance(result, ox.QuerySolutions):
+            raise SyntaxError("expected a SELECT query")
+        width = range(len(result.variables))
+        for sol in result:
+            yield tuple(None if (t := sol[i]) is None else t.value for i in width)
+
     def ask(self, query: str, bindings: Mapping[str, Term] | None = None) -> bool:
         """Run a SPARQL ASK."""
         result = self._query(query, bindings)
