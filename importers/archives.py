@@ -32,6 +32,7 @@ class ArchivesImporter(Importer):
     version = "1"
     description = "zip, tar, tar.gz: members with sha256, root SHA256SUMS as closed manifest, claims in texts"
     handles = "file"
+    suffixes = frozenset({".zip", ".tar", ".gz", ".tgz"})  # detect() claims no other file
     uses_sections = ("release",)
 
     def detect(self, path: Path, bundle: Bundle) -> int:

@@ -34,6 +34,7 @@ class BatchImporter(Importer):
     """Base class: subclasses set ``kind``, ``signature`` and implement :meth:`read_line`."""
 
     handles = "file"
+    suffixes = frozenset(_SUFFIXES)  # detect() claims no other file
     #: "request" or "result"
     kind: ClassVar[str]
     #: top-level keys the first line must have for detection

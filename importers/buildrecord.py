@@ -92,6 +92,7 @@ class BuildRecordImporter(Importer):
         "parameters, time"
     )
     handles = "file"
+    suffixes = frozenset({".json", ".jsonl"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         lower = path.name.lower()

@@ -97,6 +97,7 @@ class CallsImporter(Importer):
     version = "2"
     description = "canonical call records JSONL (call_id, status, output, request_id, ...)"
     handles = "file"
+    suffixes = frozenset({".jsonl", ".ndjson"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         if path.suffix.lower() not in (".jsonl", ".ndjson"):

@@ -31,6 +31,7 @@ class CohortImporter(UsesSecret, Importer):
     version = "1"
     description = "cohort manifest CSV (case_key, patient_key, source, split, view, inclusion, reason)"
     handles = "file"
+    suffixes = frozenset({".csv"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         if path.suffix.lower() != ".csv":

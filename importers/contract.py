@@ -17,6 +17,7 @@ class ContractImporter(Importer):
     version = "1"
     description = "provgraph.toml: project, declared clauses and the protocol sections"
     handles = "file"
+    suffixes = frozenset({".toml"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         return CERTAIN if path.name == CONTRACT_FILE else NO

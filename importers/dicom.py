@@ -35,11 +35,48 @@ from types import SimpleNamespace
 from typing import Any
 
 from provgraph.bundle import Bundle
-from provgraph.ingest import CERTAIN, LIKELY, NO, ImportContext, Importer, Member, Source, tree_members
+from provgraph.ingest import CERTAIN, LIKELY, NO, ImportContext, Importer, Member, Source, tree_rels
 from provgraph.pseudonym import Patients, UsesSecret
 from provgraph.vocab import PG, PROV, RDF_TYPE
 
 DICOM_SUFFIXES = {".dcm", ".dicom"}
+#: Suffixes of formats that are never DICOM (DICOM files carry .dcm, no suffix, or a UID part).
+NOT_DICOM = frozenset(
+    {
+        ".txt",
+        ".md",
+        ".csv",
+        ".tsv",
+        ".json",
+        ".jsonl",
+        ".ndjson",
+        ".toml",
+        ".yaml",
+        ".yml",
+        ".xml",
+        ".html",
+        ".svg",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".tif",
+        ".tiff",
+        ".pdf",
+        ".tex",
+        ".py",
+        ".r",
+        ".ipynb",
+        ".zip",
+        ".gz",
+        ".tgz",
+        ".tar",
+        ".lock",
+        ".nt",
+        ".ttl",
+        ".log",
+    }
+)
 MAGIC_OFFSET = 128
 #: Sniff at most this many suffix-less files when deciding whether a folder is DICOM.
 SNIFF_LIMIT = 256
@@ -99,17 +136,19 @@ class DicomImporter(UsesSecret, Importer):
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         if path.is_file():
+            if path.suffix.lower() in NOT_DICOM:
+                return NO  # spares reading the header of every text, table and image of a bundle
             if has_magic(path):
                 return CERTAIN
             return LIKELY if path.suffix.lower() in DICOM_SUFFIXES else NO
         dicom = other = sniffed = 0
-        for member in tree_members(bundle, path):
-            suffix = member.suffix.lower()
+        for member in tree_rels(bundle, path):
+            suffix = os.path.splitext(member.rsplit("/", 1)[-1])[1].lower()
             if suffix in DICOM_SUFFIXES:
                 dicom += 1
             elif suffix == "" and sniffed < SNIFF_LIMIT:
                 sniffed += 1
-                if has_magic(member):
+                if has_magic(bundle.resolve(member)):
                     dicom += 1
                 else:
                     other += 1

@@ -31,6 +31,7 @@ class DvcLockImporter(Importer):
     version = "1"
     description = "dvc.lock: stages as builds (cmd, deps and outs with md5 and size, params)"
     handles = "file"
+    suffixes = frozenset({".lock"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         return CERTAIN if path.name == "dvc.lock" else NO

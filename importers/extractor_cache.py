@@ -64,6 +64,7 @@ class ExtractorCacheImporter(Importer):
     version = "1"
     description = "canonical extractor cache JSONL (report, finding, state, input limits, raw response)"
     handles = "file"
+    suffixes = frozenset({".jsonl", ".ndjson"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         if path.suffix.lower() not in (".jsonl", ".ndjson"):

@@ -92,6 +92,7 @@ class _LabellerCsv(Importer):
     """A labeller's output CSV: one report text per row, one column per finding."""
 
     handles = "file"
+    suffixes = frozenset({".csv"})  # detect() claims no other file
     text_column: str = ""
     extractor: str = ""
     uses_sections = ("annotation",)
@@ -227,6 +228,7 @@ class MimicReferenceImporter(Importer):
         "subject_id is not stored)"
     )
     handles = "file"
+    suffixes = frozenset({".csv"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         if path.suffix.lower() != ".csv":
@@ -272,6 +274,7 @@ class ReferenceLabelsImporter(Importer):
     version = "1"
     description = "canonical reference labels CSV (case, finding, state[, labeller])"
     handles = "file"
+    suffixes = frozenset({".csv"})  # detect() claims no other file
     required = ("case", "finding", "state")
 
     def detect(self, path: Path, bundle: Bundle) -> int:

@@ -22,6 +22,7 @@ class ManifestImporter(Importer):
     version = "1"
     description = "SHA256SUMS manifests (GNU and BSD --tag styles), closed over their folder"
     handles = "file"
+    suffixes = frozenset({"", ".txt", ".sha256"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         if path.name in sums.MANIFEST_NAMES:

@@ -31,6 +31,7 @@ SPLITS = ("train", "validate", "test")
 
 class _MimicTable(UsesSecret, Importer):
     handles = "file"
+    suffixes = frozenset({".csv"})  # detect() claims no other file
     required: ClassVar[tuple[str, ...]]
     kind: ClassVar[str]
 

@@ -22,6 +22,7 @@ class PlanImporter(Importer):
     version = "1"
     description = "call plan CSV (call_id, case, condition[, replicate])"
     handles = "file"
+    suffixes = frozenset({".csv"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         if path.suffix.lower() != ".csv":

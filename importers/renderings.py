@@ -19,7 +19,7 @@ from typing import Any
 
 from provgraph.bundle import Bundle
 from provgraph.errors import ProvgraphError
-from provgraph.ingest import CERTAIN, LIKELY, NO, ImportContext, Importer, Source, tree_members
+from provgraph.ingest import CERTAIN, LIKELY, NO, ImportContext, Importer, Source, tree_rels
 from provgraph.readers import first_json_object, read_jsonl
 from provgraph.rendering import FORMAT, SIDECAR_SUFFIX, check_record, sidecar_for
 from provgraph.terms import IRI
@@ -35,6 +35,7 @@ class RenderingsImporter(Importer):
     version = "1"
     description = "rendering records: <image>.render.json sidecars, JSONL, or folders of images with sidecars"
     handles = "any"
+    suffixes = frozenset({".json", ".jsonl", ".ndjson"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         if path.is_file():
@@ -44,16 +45,17 @@ class RenderingsImporter(Importer):
                 first = first_json_object(path)
                 return CERTAIN if first and first.get("format") == FORMAT else NO
             return NO
-        members = tree_members(bundle, path)
-        names = {m.as_posix() for m in members}
-        sidecars = [m for m in members if is_sidecar(m.name)]
-        if not sidecars:
+        members = tree_rels(bundle, path)
+        if not any(is_sidecar(m.rsplit("/", 1)[-1]) for m in members):
             return NO
         # A rendered folder: every file is a record or the image a sibling record describes.
-        covered = all(
-            is_sidecar(m.name) or (m.parent / sidecar_for(m.name)).as_posix() in names for m in members
-        )
-        return LIKELY if covered else NO
+        names = set(members)
+
+        def covered(m: str) -> bool:
+            folder, _, name = m.rpartition("/")
+            return is_sidecar(name) or (f"{folder}/" if folder else "") + sidecar_for(name) in names
+
+        return LIKELY if all(covered(m) for m in members) else NO
 
     def ingest(self, source: Source, ctx: ImportContext) -> None:
         state = _State(ctx)

@@ -89,6 +89,7 @@ class ReportedStatsImporter(Importer):
         "reported statistics JSON or CSV (name, value, n, cohort_rule, test_variant, conditions, family...)"
     )
     handles = "file"
+    suffixes = frozenset({".json", ".csv"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         suffix = path.suffix.lower()
@@ -212,6 +213,7 @@ class ReportedCellsImporter(Importer):
     version = "1"
     description = "reported confusion-cell matrix CSV (case, finding, condition, cell TP/TN/FN/FP[_severity])"
     handles = "file"
+    suffixes = frozenset({".csv"})  # detect() claims no other file
     required = ("case", "finding", "condition", "cell")
 
     def detect(self, path: Path, bundle: Bundle) -> int:

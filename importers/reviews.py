@@ -79,6 +79,7 @@ class ReviewsImporter(Importer):
     version = "1"
     description = "LLM-reviewer results/<key>_reviews.json (single- and multi-run)"
     handles = "file"
+    suffixes = frozenset({".json"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         if not path.name.endswith(SUFFIX) or len(path.name) == len(SUFFIX):
@@ -257,6 +258,7 @@ class AnswerKeyImporter(Importer):
     version = "1"
     description = "LLM-reviewer audit_answer_key/answer_key.json (script -> is_flawed, category)"
     handles = "file"
+    suffixes = frozenset({".json"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         if path.name != "answer_key.json":
@@ -331,6 +333,7 @@ class ModelsUsedImporter(Importer):
     version = "1"
     description = "LLM-reviewer models_used.json (model_id, display_name, with_taxonomy, n_runs)"
     handles = "file"
+    suffixes = frozenset({".json"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         return CERTAIN if path.name == "models_used.json" and '"models"' in sniff_text(path) else NO

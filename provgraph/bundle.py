@@ -73,15 +73,25 @@ class Bundle:
     def state_dir(self) -> Path:
         return self.root / STORE_DIR
 
-    def relpath(self, path: Path) -> str:
+    def relpath(self, path: Path | str) -> str:
         """POSIX path of ``path`` relative to the bundle root; error if it lies outside."""
-        resolved = Path(os.path.abspath(path))
-        try:
-            rel = resolved.relative_to(self.root)
-        except ValueError as err:
-            raise UsageError(f"{path}: outside the bundle {self.root}") from err
-        text = rel.as_posix()
-        return "." if text in ("", ".") else text
+        # String operations, not pathlib: ingest calls this for every file of a bundle.
+        text = os.path.abspath(path)
+        root = self._root_text
+        if text == root:
+            return "."
+        prefix = root if root.endswith(os.sep) else root + os.sep
+        if not text.startswith(prefix):
+            raise UsageError(f"{path}: outside the bundle {self.root}")
+        rel = text[len(prefix) :]
+        return rel.replace(os.sep, "/") if os.sep != "/" else rel
+
+    @property
+    def _root_text(self) -> str:
+        cached = self.__dict__.get("_root_cache")
+        if cached is None or cached[0] is not self.root:
+            cached = self.__dict__["_root_cache"] = (self.root, str(self.root))
+        return cached[1]
 
     def resolve(self, rel: str) -> Path:
         """Absolute path for a bundle-relative POSIX path."""
@@ -89,8 +99,11 @@ class Bundle:
 
     def excluded(self, rel: str) -> bool:
         """Hidden paths, the store folder and ``[ingest].exclude`` globs are never imported."""
-        parts = PurePosixPath(rel).parts
-        if any(p.startswith(".") or p == "__pycache__" for p in parts):
+        if (
+            (rel.startswith(".") and rel != ".")
+            or "/." in rel
+            or ("__pycache__" in rel and any(p == "__pycache__" for p in rel.split("/")))
+        ):
             return True
         patterns = (self.contract.section("ingest") or {}).get("exclude", [])
         return any(fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(rel + "/", pat) for pat in patterns)

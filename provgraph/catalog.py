@@ -14,15 +14,23 @@ never see a staging graph there: queries name the current graphs as their datase
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import io
 import logging
+import queue
 import re
+import tempfile
+import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import pyoxigraph as ox
 
+from provgraph.errors import StoreError
 from provgraph.store.base import Store
 from provgraph.terms import escape_key, literal
 from provgraph.vocab import PG_NS
@@ -99,6 +107,132 @@ def replace(store: Store, key: str, fingerprint: str, ntriples: Path) -> str:
         store.drop_graph(old.graph)
     store.flush()
     return graph
+
+
+def replace_from(store: Store, key: str, fingerprint: str, produce: Callable[[IO[str]], None]) -> str:
+    """Like :func:`replace`, but ``produce`` writes the N-Triples into the file object it is given.
+
+    On a store that loads a stream (the embedded Oxigraph store) the loading runs in a second
+    thread while ``produce`` runs: an importer's Python and Oxigraph's loader then work on
+    two cores at once. If ``produce`` raises, the loading is abandoned and its graph removed.
+    """
+    graph = new_graph_iri()
+    try:
+        if store.streams_loads:
+            _load_streaming(store, graph, produce)
+        else:
+            with tempfile.TemporaryDirectory(prefix="provgraph-") as tmp:
+                nt = Path(tmp) / "import.nt"
+                with nt.open("w", encoding="utf-8") as fh:
+                    produce(fh)
+                store.bulk_load(nt, graph)
+    except BaseException:
+        _discard(store, graph)
+        raise
+    old = current(store, key)
+    switch(store, key, graph, fingerprint)
+    if old is not None:
+        store.drop_graph(old.graph)
+    store.flush()
+    return graph
+
+
+_CHUNK = 1 << 20
+_END, _ABORT = None, b""
+
+
+class _Abandoned(OSError):
+    """The producer failed: the loader stops reading."""
+
+
+class _QueueReader(io.RawIOBase):
+    """The loader's end: bytes from the producer's queue."""
+
+    def __init__(self, chunks: queue.Queue) -> None:
+        self._chunks = chunks
+        self._buf = memoryview(b"")
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        while not self._buf and not self._done:
+            chunk = self._chunks.get()
+            if chunk is _END:
+                self._done = True
+            elif chunk is _ABORT:
+                raise _Abandoned("the import was abandoned")
+            else:
+                self._buf = memoryview(chunk)
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+
+class _QueueWriter:
+    """The producer's end: N-Triples text, handed to the loader in chunks of about 1 MiB."""
+
+    def __init__(self, chunks: queue.Queue, loader: threading.Thread, failure: list[BaseException]) -> None:
+        self._chunks, self._loader, self._failure = chunks, loader, failure
+        self._parts: list[str] = []
+        self._size = 0
+
+    def write(self, text: str) -> int:
+        self._parts.append(text)
+        self._size += len(text)
+        if self._size >= _CHUNK:
+            self._put("".join(self._parts).encode("utf-8"))
+            self._parts, self._size = [], 0
+        return len(text)
+
+    def _put(self, item: bytes | None) -> None:
+        while True:
+            try:
+                self._chunks.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                if not self._loader.is_alive():  # the loader failed: stop producing
+                    if self._failure:
+                        raise self._failure[0] from None
+                    raise StoreError("the store stopped loading") from None
+
+    def close(self) -> None:
+        if self._parts:
+            self._put("".join(self._parts).encode("utf-8"))
+            self._parts = []
+        self._put(_END)
+
+    def abort(self) -> None:
+        if self._loader.is_alive():
+            with contextlib.suppress(BaseException):  # the loader died meanwhile: nothing to stop
+                self._put(_ABORT)
+
+
+def _load_streaming(store: Store, graph: str, produce: Callable[[IO[str]], None]) -> None:
+    chunks: queue.Queue = queue.Queue(maxsize=16)
+    failure: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            store.bulk_load_stream(io.BufferedReader(_QueueReader(chunks), _CHUNK), graph)
+        except BaseException as err:
+            failure.append(err)
+
+    loader = threading.Thread(target=load, name="provgraph-load", daemon=True)
+    loader.start()
+    writer = _QueueWriter(chunks, loader, failure)
+    try:
+        produce(writer)  # type: ignore[arg-type]
+        writer.close()
+    except BaseException:
+        writer.abort()
+        loader.join()
+        raise
+    loader.join()
+    if failure:
+        raise failure[0]
 
 
 def _discard(store: Store, graph: str) -> None:

@@ -12,17 +12,18 @@ Importers report bad records with :meth:`ImportContext.problem` and carry on; a 
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import hashlib
 import json
 import logging
 import os
-import tempfile
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import IO, Any, ClassVar, Literal
 
 from provgraph import catalog, registry
 from provgraph.bundle import Bundle, sha256_file
@@ -39,6 +40,9 @@ FALLBACK = 1
 MAYBE = 50
 LIKELY = 80
 CERTAIN = 100
+
+#: A relative POSIX path with no empty, '.' or '..' segment: already normalised.
+_PLAIN_REL = re.compile(r"(?!\.\.?(?:/|$))[^/\\]+(?:/(?!\.\.?(?:/|$))[^/\\]+)*")
 
 #: Bumped when the framework's own triples change shape, so old imports are redone.
 FRAMEWORK_VERSION = "1"
@@ -120,6 +124,9 @@ class Importer:
     handles: ClassVar[str] = "file"
     #: Contract sections whose content changes this importer's output (part of the no-op key).
     uses_sections: ClassVar[tuple[str, ...]] = ()
+    #: File name suffixes (lower case, with the dot; "" for none) outside which ``detect`` never
+    #: claims a *file*: a hint that spares asking for every file of a large bundle. None: ask.
+    suffixes: ClassVar[frozenset[str] | None] = None
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         """How sure this importer is that ``path`` is its format: NO, FALLBACK..CERTAIN."""
@@ -181,9 +188,9 @@ class ImportContext:
 
         None when it points outside the bundle: such a file can never be verified.
         """
-        path = Path(written)
-        if not path.is_absolute():
-            path = self.bundle.root / path
+        if _PLAIN_REL.fullmatch(written):  # already a clean bundle path (the usual case)
+            return written
+        path = written if os.path.isabs(written) else os.path.join(self.bundle.root, written)
         try:
             return self.bundle.relpath(path)
         except ProvgraphError:
@@ -201,32 +208,71 @@ class ImportContext:
         self._progress.advance(nbytes)
 
 
+def tree_rels(bundle: Bundle, folder: Path) -> list[str]:
+    """Bundle paths of the files under ``folder`` that are not excluded, sorted.
+
+    While a bundle is being planned (:func:`plan_bundle`) the whole bundle is listed once and
+    every folder's files are a slice of that listing: detectors that sniff a folder, and the
+    descent into its subfolders, do not walk it again.
+    """
+    listing: list[str] | None = getattr(bundle, "_listing", None)
+    rel = bundle.relpath(folder)
+    if listing is None:
+        return _walk(bundle, folder, rel)
+    if rel == ".":
+        return listing
+    lo = bisect.bisect_left(listing, rel + "/")
+    hi = bisect.bisect_left(listing, rel + "0")  # '0' sorts right after '/'
+    return listing[lo:hi]
+
+
+def _walk(bundle: Bundle, folder: Path, rel: str) -> list[str]:
+    found: list[str] = []
+    prefix = "" if rel == "." else rel + "/"
+    stack = [(os.fspath(folder), prefix)]
+    while stack:
+        path, base = stack.pop()
+        try:
+            entries = list(os.scandir(path))
+        except OSError:
+            continue
+        for entry in entries:
+            member = base + entry.name
+            if bundle.excluded(member):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((entry.path, member + "/"))
+            elif entry.is_file():
+                found.append(member)
+    found.sort()
+    return found
+
+
 def tree_members(bundle: Bundle, folder: Path) -> list[Path]:
     """Files under ``folder`` that are not excluded, sorted by path."""
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        base = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not bundle.excluded(bundle.relpath(base / d)))
-        for name in sorted(filenames):
-            path = base / name
-            if not bundle.excluded(bundle.relpath(path)) and path.is_file():
-                found.append(path)
-    return sorted(found, key=lambda p: bundle.relpath(p))
+    return [bundle.resolve(r) for r in tree_rels(bundle, folder)]
 
 
-def describe_source(bundle: Bundle, path: Path, progress: Progress | None = None) -> Source:
-    """Hash a file, or every file in a folder, to identify the source's exact bytes."""
+def describe_source(
+    bundle: Bundle, path: Path, progress: Progress | None = None, hashes: HashCache | None = None
+) -> Source:
+    """Hash a file, or every file in a folder, to identify the source's exact bytes.
+
+    ``hashes`` remembers the digests of files whose size, times and inode have not changed
+    since they were last hashed, so re-ingesting an unchanged bundle reads no file twice.
+    """
     rel = bundle.relpath(path)
+    hashes = hashes or HashCache(None)
     if path.is_file():
-        digest, size = sha256_file(path)
+        digest, size = hashes.sha256(path, rel)
         return Source(path, rel, "file", digest, size)
     if not path.is_dir():
         raise InputError(path, "no such file or folder")
-    files = tree_members(bundle, path)
     members = []
-    for f in files:
-        digest, size = sha256_file(f)
-        members.append(Member(bundle.relpath(f), digest, size))
+    root = os.fspath(bundle.root)
+    for member in tree_rels(bundle, path):
+        digest, size = hashes.sha256(Path(root, member), member)
+        members.append(Member(member, digest, size))
         if progress:
             progress.advance(size)
     # The tree digest is the SHA-256 of its SHA256SUMS-style manifest.
@@ -239,6 +285,70 @@ def describe_source(bundle: Bundle, path: Path, progress: Progress | None = None
         sum(m.size for m in members),
         tuple(members),
     )
+
+
+class HashCache:
+    """SHA-256 of files by (bundle path, size, mtime_ns, ctime_ns, inode), kept in the bundle's
+    state folder (``.provgraph/hashes.sqlite``) so that an unchanged file is not read again.
+
+    A file whose bytes change gets a new ctime (which no program can set back), so a stale
+    entry is never used. ``None`` as the folder keeps nothing.
+    """
+
+    def __init__(self, folder: Path | None) -> None:
+        self._db = None
+        self._pending: list[tuple] = []
+        if folder is None:
+            return
+        import sqlite3
+
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(folder / "hashes.sqlite")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS hashes (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER, "
+                "ctime INTEGER, inode INTEGER, sha256 TEXT)"
+            )
+        except (OSError, sqlite3.Error) as err:  # a read-only bundle: hash without remembering
+            log.info("no hash cache in %s: %s", folder, err)
+            self._db = None
+
+    def sha256(self, path: Path, rel: str) -> tuple[str, int]:
+        if self._db is None:
+            return sha256_file(path)
+        try:
+            st = path.stat()
+        except OSError as err:
+            raise InputError(path, f"cannot read: {err.strerror or err}") from err
+        key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        row = self._db.execute(
+            "SELECT size, mtime, ctime, inode, sha256 FROM hashes WHERE path = ?", (rel,)
+        ).fetchone()
+        if row is not None and tuple(row[:4]) == key:
+            return row[4], st.st_size
+        digest, size = sha256_file(path)
+        self._pending.append((rel, *key, digest))
+        if len(self._pending) >= 10_000:
+            self.commit()
+        return digest, size
+
+    def commit(self) -> None:
+        if self._db is None or not self._pending:
+            return
+        import sqlite3
+
+        try:
+            with self._db:
+                self._db.executemany("INSERT OR REPLACE INTO hashes VALUES (?, ?, ?, ?, ?, ?)", self._pending)
+        except sqlite3.Error as err:
+            log.info("could not update the hash cache: %s", err)
+        self._pending.clear()
+
+    def close(self) -> None:
+        self.commit()
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
 
 def fingerprint(bundle: Bundle, source: Source, importer: Importer) -> str:
@@ -309,8 +419,15 @@ def choose_importer(path: Path, bundle: Bundle, explicit: str | None = None) -> 
 
 def _detect(path: Path, bundle: Bundle, minimum: int = FALLBACK) -> list[Importer]:
     scores: list[tuple[int, Importer]] = []
+    is_dir = path.is_dir()
+    suffix = path.suffix.lower()
     for importer in registry.all_importers():
-        if not importer.accepts(path):
+        if type(importer).accepts is Importer.accepts:  # the usual case: one stat, not one per importer
+            if importer.handles != "any" and (importer.handles == "directory") != is_dir:
+                continue
+        elif not importer.accepts(path):
+            continue
+        if not is_dir and importer.suffixes is not None and suffix not in importer.suffixes:
             continue
         try:
             score = importer.detect(path, bundle)
@@ -335,6 +452,16 @@ def plan_bundle(
     importer, and unclaimed loose files become single-file sources of it. ``overrides`` maps
     bundle paths to importer names and wins like ``[ingest].importers``.
     """
+    bundle._listing = _walk(bundle, bundle.root, ".")  # type: ignore[attr-defined]
+    try:
+        return _plan(bundle, start, overrides)
+    finally:
+        del bundle._listing  # type: ignore[attr-defined]
+
+
+def _plan(
+    bundle: Bundle, start: Path | None, overrides: dict[str, str] | None
+) -> tuple[list[tuple[Path, Importer]], list[Problem]]:
     problems: list[Problem] = []
     fallback = registry.get("files")
     overrides = overrides or {}
@@ -433,22 +560,23 @@ def ingest_source(
                 seconds=time.perf_counter() - t0,
                 problems=recorded_problems(store, slot.graph),
             )
-        with tempfile.TemporaryDirectory(prefix="provgraph-") as tmp:
-            nt = Path(tmp) / "import.nt"
-            with nt.open("w", encoding="utf-8") as fh:
-                writer = TripleWriter(fh)
-                ctx = ImportContext(bundle, source, importer, writer, progress)
-                started = dt.datetime.now(dt.UTC).replace(microsecond=0)
-                progress.start(f"reading {rel}", source.size)
-                log.info("reading %s with importer %s", rel, importer.name)
-                _run_importer(importer, source, ctx)
-                progress.finish()
-                _write_import(ctx, key, started)
-            progress.start(f"loading {rel}", None)
-            log.info("loading %d triples from %s into the store", writer.count, rel)
-            catalog.replace(store, key, fp, nt)
-            log.info("switched %s to its new graph", rel)
+        state: dict[str, Any] = {}
+
+        def produce(fh: IO[str]) -> None:
+            writer = TripleWriter(fh)
+            ctx = ImportContext(bundle, source, importer, writer, progress)
+            state["writer"], state["ctx"] = writer, ctx
+            started = dt.datetime.now(dt.UTC).replace(microsecond=0)
+            progress.start(f"reading {rel}", source.size)
+            log.info("reading %s with importer %s", rel, importer.name)
+            _run_importer(importer, source, ctx)
             progress.finish()
+            _write_import(ctx, key, started)
+
+        # the store loads while the importer writes (see catalog.replace_from)
+        catalog.replace_from(store, key, fp, produce)
+        writer, ctx = state["writer"], state["ctx"]
+        log.info("loaded %d triples from %s and switched to the new graph", writer.count, rel)
         return ImportResult(
             rel,
             importer.name,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import json
 import re
@@ -47,6 +48,11 @@ def canonical_json(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
+@functools.lru_cache(maxsize=1024)  # system prompts repeat on every call of a condition
+def _cached_sha256_text(text: str) -> str:
+    return sha256_text(text)
+
+
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
@@ -64,6 +70,7 @@ def declared_text(raw: bytes) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
+@functools.lru_cache(maxsize=4096)  # a run names a handful of models, on every record
 def model_family(model: str) -> str:
     """A model identifier without provider prefix, snapshot date or ``-latest``.
 
@@ -103,7 +110,7 @@ class Prompt:
 
     @property
     def system_sha256(self) -> str | None:
-        return sha256_text(self.system) if self.system is not None else None
+        return _cached_sha256_text(self.system) if self.system is not None else None
 
     @property
     def user_sha256(self) -> str | None:

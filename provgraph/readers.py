@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -74,8 +75,12 @@ def _counted(lines: Iterator[str], progress: Callable[[int], None] | None) -> It
         progress(pending)
 
 
+_SURROGATE = re.compile("[\udc80-\udcff]")
+
+
 def _undecodable(text: str) -> bool:
-    return any("\udc80" <= ch <= "\udcff" for ch in text)
+    """Whether ``text`` holds bytes that were not UTF-8 (kept as surrogates on reading)."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
 
 
 def read_csv(

@@ -20,6 +20,7 @@ _KIND = re.compile(r"^[a-z][a-z0-9-]*$")
 # Percent-encode everything outside RFC 3986 "unreserved": no key can inject '>', quotes,
 # spaces, '/', '#', '?' or anything else that could break an IRI or a query.
 _SAFE = "-._~"
+_PLAIN = re.compile(r"[A-Za-z0-9._~-]+")
 
 
 class IRI(str):
@@ -50,7 +51,9 @@ def escape_key(key: object) -> str:
     >>> escape_key("..")
     '%2E%2E'
     """
-    text = str(key)
+    text = key if type(key) is str else str(key)
+    if _PLAIN.fullmatch(text) and text not in (".", ".."):  # most keys: nothing to escape
+        return text
     if text == "":
         raise ValueError("an IRI key component must not be empty")
     if text in (".", ".."):

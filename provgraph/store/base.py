@@ -90,6 +90,13 @@ class Store(ABC):
     def bulk_load(self, ntriples: Path, graph: str) -> None:
         """Load an N-Triples file into ``graph`` as fast as possible. Not atomic."""
 
+    #: Whether :meth:`bulk_load_stream` works (loading while the N-Triples are still written).
+    streams_loads: bool = False
+
+    def bulk_load_stream(self, ntriples: IO[bytes], graph: str) -> None:
+        """Load N-Triples from a binary stream into ``graph`` as fast as possible. Not atomic."""
+        raise NotImplementedError
+
     @abstractmethod
     def drop_graph(self, graph: str) -> None:
         """Remove a named graph and all its triples (no error if it does not exist)."""
