@@ -538,16 +538,18 @@ def ingest_source(
     path: Path,
     importer: Importer,
     progress: Progress | None = None,
+    hashes: HashCache | None = None,
 ) -> ImportResult:
     """Import one source atomically. Never raises for bad input: the result says what failed.
-    A store that cannot be reached raises :class:`StoreUnavailable` (the import is not done)."""
+    A store that cannot be reached raises :class:`StoreUnavailable` (the import is not done).
+    ``hashes`` remembers file digests between ingests (see :class:`HashCache`)."""
     progress = progress or Progress()
     rel = bundle.relpath(path)
     t0 = time.perf_counter()
     try:
         size_hint = path.stat().st_size if path.is_file() else None
         progress.start(f"hashing {rel}", size_hint if size_hint is not None else None)
-        source = describe_source(bundle, path, progress)
+        source = describe_source(bundle, path, progress, hashes)
         progress.finish()
         fp = fingerprint(bundle, source, importer)
         key = source_key(importer, rel)
@@ -689,11 +691,15 @@ def ingest_paths(
         ):
             problems.append(Problem(t, None, "not imported: hidden, or excluded by [ingest].exclude"))
     results = []
-    for path, importer in selected:
-        result = ingest_source(store, bundle, path, importer, progress)
-        results.append(result)
-        if on_result:
-            on_result(result)
+    hashes = HashCache(bundle.state_dir)
+    try:
+        for path, importer in selected:
+            result = ingest_source(store, bundle, path, importer, progress, hashes)
+            results.append(result)
+            if on_result:
+                on_result(result)
+    finally:
+        hashes.close()
     planned = {source_key(i, bundle.relpath(p)) for p, i in plan}
     for slot in catalog.slots(store):
         parts = split_source_key(slot.key)

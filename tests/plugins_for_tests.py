@@ -42,3 +42,17 @@ class Crashing(Importer):
         for i in range(10):
             ctx.add(ctx.iri("thing", str(i)), RDF_TYPE, PG.File)
         raise KeyError("boom")
+
+
+class CrashingLate(Importer):
+    name = "crashing-late"
+    description = "writes several megabytes of triples, then raises"
+    handles = "file"
+
+    def detect(self, path: Path, bundle: Bundle) -> int:
+        return LIKELY if path.suffix == ".late" else NO
+
+    def ingest(self, source: Source, ctx: ImportContext) -> None:
+        for i in range(40_000):  # ~4 MB of N-Triples: the store has started loading them
+            ctx.add(ctx.iri("thing", source.rel, str(i)), RDF_TYPE, PG.File)
+        raise RuntimeError("late failure")

@@ -1,0 +1,116 @@
+"""What makes ingest scale, on real stores: the store loads while the importer writes (and an
+import that fails midway leaves nothing), unchanged files are not hashed twice, and detection
+only asks importers whose suffix hint fits."""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pytest
+from conftest import PLAN_CONTRACT, RULE_FIXTURES, ingest_bundle, write_bundle
+
+from provgraph import bundle as bundle_module
+from provgraph import catalog, ingest, registry
+from provgraph.bundle import Bundle
+from provgraph.errors import StoreError
+from provgraph.ingest import FALLBACK, ingest_paths
+from provgraph.store import open_store
+
+PLAN = "call_id,case,condition\nC1,s1,A\nC2,s1,B\n"
+
+
+@pytest.fixture
+def late_plugin(monkeypatch):
+    eps = dict(registry._entry_points())
+    eps["crashing-late"] = EntryPoint("crashing-late", "plugins_for_tests:CrashingLate", registry.GROUP)
+    monkeypatch.setattr(registry, "_entry_points", lambda: eps)
+    registry.get.cache_clear()
+    yield
+    registry.get.cache_clear()
+
+
+def test_failing_after_megabytes_leaves_no_graph(tmp_path: Path, late_plugin) -> None:
+    root = write_bundle(tmp_path / "b", {"x.late": "x", "plan.csv": PLAN})
+    store = open_store(tmp_path / "store")
+    assert store.streams_loads  # the embedded store loads while the importer writes
+    _, results, _ = ingest_bundle(root, store)
+    by = {r.rel: r for r in results}
+    assert by["x.late"].outcome == "failed" and "late failure" in by["x.late"].error
+    assert by["plan.csv"].outcome == "imported"
+    assert catalog.current(store, "import:crashing-late:x.late") is None
+    live = {s.graph for s in catalog.slots(store)} | {catalog.CATALOG}
+    assert set(store.named_graphs()) == live  # the abandoned staging graph was removed
+    assert not store.ask("ASK { ?s ?p ?o FILTER(CONTAINS(STR(?s), '/thing/x.late/')) }")
+    store.close()
+
+
+def test_a_loader_failure_fails_the_import(tmp_path: Path, monkeypatch) -> None:
+    root = write_bundle(tmp_path / "b", {"plan.csv": PLAN * 1})
+    store = open_store(tmp_path / "store")
+
+    def broken(self, ntriples, graph):
+        ntriples.read(10)
+        raise StoreError("disk full")
+
+    monkeypatch.setattr(type(store), "bulk_load_stream", broken)
+    _, results, _ = ingest_bundle(root, store)
+    (plan,) = [r for r in results if r.rel == "plan.csv"]
+    assert plan.outcome == "failed" and "disk full" in plan.error
+    assert catalog.current(store, "import:plan:plan.csv") is None
+    store.close()
+
+
+def test_unchanged_files_are_not_read_again(tmp_path: Path, monkeypatch) -> None:
+    files = {"plan.csv": PLAN, **{f"out/{i}.txt": f"report {i}\n" for i in range(20)}}
+    root = write_bundle(tmp_path / "b", files, PLAN_CONTRACT)
+    store = open_store(tmp_path / "store")
+    ingest_bundle(root, store)
+    assert (root / ".provgraph" / "hashes.sqlite").is_file()
+    read: list[Path] = []
+    real = bundle_module.sha256_file
+    monkeypatch.setattr(ingest, "sha256_file", lambda p: (read.append(p), real(p))[1])
+    _, results, _ = ingest_bundle(root, store)
+    assert read == [] and {r.outcome for r in results} == {"unchanged"}
+    # a file rewritten with the same size and modification time is hashed again (its ctime moved)
+    target = root / "out" / "3.txt"
+    st = target.stat()
+    target.write_text("report X\n")
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert target.stat().st_size == st.st_size and target.stat().st_mtime_ns == st.st_mtime_ns
+    _, results, _ = ingest_bundle(root, store)
+    assert [p.name for p in read] == ["3.txt"]
+    assert {r.rel: r.outcome for r in results}["out"] == "imported"
+    store.close()
+
+
+def test_suffix_hints_hold_on_every_fixture_file() -> None:
+    """An importer's ``suffixes`` hint must cover every file its detect() claims."""
+    checked = 0
+    for contract in sorted(RULE_FIXTURES.glob("*/*/provgraph.toml")):
+        bundle = Bundle.open(contract.parent)
+        for path in sorted(p for p in contract.parent.rglob("*") if p.is_file()):
+            for importer in registry.all_importers():
+                if importer.suffixes is None or not importer.accepts(path):
+                    continue
+                try:
+                    score = importer.detect(path, bundle)
+                except Exception:
+                    continue
+                checked += 1
+                if score > FALLBACK:
+                    assert path.suffix.lower() in importer.suffixes, (importer.name, path)
+    assert checked > 100
+
+
+def test_planning_lists_a_large_tree_once(tmp_path: Path, monkeypatch) -> None:
+    files = {f"outputs/{i // 50:02d}/{i}.txt": "x" for i in range(500)}
+    root = write_bundle(tmp_path / "b", {"plan.csv": PLAN, **files}, PLAN_CONTRACT)
+    walks: list[str] = []
+    real = ingest._walk
+    monkeypatch.setattr(ingest, "_walk", lambda b, f, rel: (walks.append(rel), real(b, f, rel))[1])
+    store = open_store(None)
+    results, problems = ingest_paths(store, Bundle.open(root), [root])
+    assert walks == [".", "outputs"] and not problems  # planning once, then hashing the one tree
+    assert {r.rel for r in results} == {"provgraph.toml", "plan.csv", "outputs"}
