@@ -77,11 +77,26 @@ def output_states(store: Store) -> OutputStates | None:
     return OutputStates(counts, sum(counts.values()), _int(unplanned[0]["n"]))
 
 
+#: Where view positions come from, most direct evidence first: the DICOM headers of the images
+#: (what was rendered), the cohort manifest's cases, then the MIMIC-CXR metadata rows. Only the
+#: first level present is counted, so an image and its study are never counted twice.
+VIEW_SOURCES = (PG_NS + "DicomFile", PG_NS + "CohortEntry", PG_NS + "ImageMetadata")
+
+
 def view_positions(store: Store) -> dict[str, int] | None:
-    """Studies or images by DICOM view position; a blank value counts as "undocumented"."""
-    rows = store.select(
-        f"""SELECT ?v (COUNT(DISTINCT ?x) AS ?n) WHERE {{ ?x <{VIEW_POSITION}> ?v }} GROUP BY ?v"""
-    )
+    """Images or studies by view position; a blank value counts as "undocumented"."""
+    rows = []
+    for cls in VIEW_SOURCES:
+        rows = store.select(
+            f"""SELECT ?v (COUNT(DISTINCT ?x) AS ?n) WHERE {{ ?x a <{cls}> ; <{VIEW_POSITION}> ?v }}
+                GROUP BY ?v"""
+        )
+        if rows:
+            break
+    if not rows:
+        rows = store.select(
+            f"""SELECT ?v (COUNT(DISTINCT ?x) AS ?n) WHERE {{ ?x <{VIEW_POSITION}> ?v }} GROUP BY ?v"""
+        )
     if not rows:
         return None
     out: dict[str, int] = {}

@@ -236,3 +236,18 @@ def test_report_before_ingest_is_a_usage_error(cli, tmp_path: Path) -> None:
     assert r.err.strip() == (
         "provgraph: error: no contract in the store: run `provgraph ingest` on the bundle first"
     )
+
+
+def test_view_positions_count_one_level_only(memory_store, tmp_path: Path) -> None:
+    # The same two studies described by their DICOM headers and by the cohort manifest: the
+    # panel counts the images (the most direct evidence), never both levels.
+    ttl = tmp_path / "views.ttl"
+    ttl.write_text(
+        "@prefix pg: <https://w3id.org/provgraph/ns#> .\n"
+        "<urn:x:dcm1> a pg:DicomFile ; pg:viewPosition 'PA' .\n"
+        "<urn:x:dcm2> a pg:DicomFile ; pg:viewPosition '' .\n"
+        "<urn:x:case1> a pg:CohortEntry ; pg:viewPosition 'PA' .\n"
+        "<urn:x:case2> a pg:CohortEntry ; pg:viewPosition 'AP' .\n"
+    )
+    load_turtle(memory_store, ttl)
+    assert accounting.view_positions(memory_store) == {"PA": 1, "undocumented": 1}
