@@ -83,7 +83,8 @@ def main() -> int:
                 timings[name].append(time.perf_counter() - start)
         store.close()
     print(
-        f"lineage of the manuscript's Q: {len(nodes)} nodes, status {result.status}, truncated {result.truncated}"
+        f"lineage of the manuscript's Q: {len(nodes)} nodes, "
+        f"status {result.status}, truncated {result.truncated}"
     )
     print(f"whole trace: median {statistics.median(traces):.2f} s over {args.rounds} rounds")
     base = statistics.median(timings["VALUES ?p (baseline)"])

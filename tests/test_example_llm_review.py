@@ -37,7 +37,8 @@ def test_36_scripts_6_categories_3_flawed_and_3_controls_each(flawed: Bundle) ->
     )
     rows = flawed.select(
         """SELECT ?category ?flawed (COUNT(DISTINCT ?e) AS ?n) WHERE {
-             ?e a pg:AnswerKeyEntry ; pg:category ?category ; pg:isFlawed ?flawed } GROUP BY ?category ?flawed"""
+             ?e a pg:AnswerKeyEntry ; pg:category ?category ; pg:isFlawed ?flawed }
+           GROUP BY ?category ?flawed"""
     )
     assert len({r["category"] for r in rows}) == 6
     assert sorted({(r["flawed"], int(r["n"])) for r in rows}) == [("false", 3), ("true", 3)]
@@ -54,8 +55,8 @@ def test_36_scripts_6_categories_3_flawed_and_3_controls_each(flawed: Bundle) ->
 
 def test_runs_conditions_and_the_three_run_majority(flawed: Bundle) -> None:
     rows = flawed.select(
-        """SELECT ?key ?runs ?reviews WHERE { ?run a pg:ReviewRun ; pg:condition/pg:key ?key ; pg:replicates ?runs ;
-             pg:memberCount ?reviews }"""
+        """SELECT ?key ?runs ?reviews WHERE { ?run a pg:ReviewRun ; pg:condition/pg:key ?key ;
+             pg:replicates ?runs ; pg:memberCount ?reviews }"""
     )
     runs = {r["key"]: (int(r["runs"]), int(r["reviews"])) for r in rows}
     assert len(runs) == 7
@@ -190,11 +191,13 @@ def test_clean_twin_passes_and_its_readme_numbers_trace_to_statistics(clean: Bun
     assert sorted(clean.check["clauses_in_force"]) == ["analysis", "model", "output", "release"]
     assert clean.check["counts"]["violations"] == 0
     claims = clean.select(
-        """SELECT ?claim ?text ?stat WHERE { ?claim a pg:Claim ; pg:text ?text ; pg:sourceFile/pg:path "README.md" ;
-             pg:registryValue/pg:recomputedAs ?stat . ?stat a pg:Statistic }"""
+        """SELECT ?claim ?text ?stat WHERE { ?claim a pg:Claim ; pg:text ?text ;
+             pg:sourceFile/pg:path "README.md" ; pg:registryValue/pg:recomputedAs ?stat .
+             ?stat a pg:Statistic }"""
     )
     table_numbers = clean.count(
-        """SELECT (COUNT(?c) AS ?n) WHERE { ?c a pg:Claim ; pg:sourceFile/pg:path "README.md" ; pg:label ?row }"""
+        """SELECT (COUNT(?c) AS ?n) WHERE { ?c a pg:Claim ; pg:sourceFile/pg:path "README.md" ;
+             pg:label ?row }"""
     )
     assert len(claims) == table_numbers == 7 * 4
     (fpr,) = [
@@ -215,8 +218,8 @@ def test_clean_twin_repairs_each_defect(clean: Bundle) -> None:
         == 0
     )
     (row,) = clean.select(
-        """SELECT ?taxonomy WHERE { ?run a pg:ReviewRun ; pg:condition/pg:key "claude_opus_4_6_with_taxonomy" ;
-             pg:withTaxonomy ?taxonomy }"""
+        """SELECT ?taxonomy WHERE { ?run a pg:ReviewRun ; pg:withTaxonomy ?taxonomy ;
+             pg:condition/pg:key "claude_opus_4_6_with_taxonomy" }"""
     )
     assert row["taxonomy"] == "true"
     assert (

@@ -250,7 +250,8 @@ def test_version_numbers_inside_registry_names_are_not_claims(tmp_path: Path) ->
     root = write_bundle(
         tmp_path / "b",
         {
-            "README.md": "Claude 3.5 Sonnet agreed in 0.71 of blocks; Claude 3 Sonnet in 0.64, Llama 3.2 in 0.52.\n"
+            "README.md": "Claude 3.5 Sonnet agreed in 0.71 of blocks; "
+            "Claude 3 Sonnet in 0.64, Llama 3.2 in 0.52.\n"
         },
         contract=contract,
     )
