@@ -19,6 +19,7 @@ from examples_support import Bundle, generator, prepare
 from statsmodels.stats.contingency_tables import cochrans_q, mcnemar
 
 from provgraph import accounting
+from provgraph.contract.sections.annotation import CHEXPERT_FINDINGS
 from provgraph.llm import declared_text, sha256_text
 
 gen = generator("cxr_pilot")
@@ -231,17 +232,22 @@ def test_flawed_twin_fails_with_the_expected_classes_per_clause(flawed: Bundle) 
     assert not [r["id"] for r in flawed.check["rules"] if r["outcome"] == "error"]
 
 
-def test_lineage_of_the_published_q_is_withdrawn(flawed: Bundle) -> None:
-    (row,) = flawed.select(
+def published_q_lineage(bundle: Bundle) -> dict:
+    """`provgraph lineage` (JSON) of the manuscript line that writes Cochran's Q."""
+    (row,) = bundle.select(
         """SELECT ?line WHERE { ?c a pg:Claim ; pg:statName "cochran_q" ; pg:sourceLine ?line ;
              pg:sourceFile/pg:path "manuscript/main.tex" }"""
     )
-    code, text = flawed.cli("lineage", "--no-check", "--format", "json", f"manuscript/main.tex:{row['line']}")
+    code, text = bundle.cli("lineage", "--no-check", "--format", "json", f"manuscript/main.tex:{row['line']}")
     assert code == 0
     (match,) = [m for m in json.loads(text)["matches"] if "/claim/" in m["root"]]
+    return match
+
+
+def test_lineage_of_the_published_q_is_withdrawn(flawed: Bundle) -> None:
+    match = published_q_lineage(flawed)
     assert match["status"] == "withdrawn"
-    rules = {r["rule"] for r in match["reasons"]}
-    assert "release-stale-value" in rules
+    assert "release-stale-value" in {r["rule"] for r in match["reasons"]}
 
 
 def test_keyed_and_positional_q_agree_with_statsmodels_on_the_files(flawed: Bundle) -> None:
@@ -290,11 +296,6 @@ def test_keyed_and_positional_q_agree_with_statsmodels_on_the_files(flawed: Bund
 
 def block_matrix(root: Path) -> np.ndarray:
     """(study, finding) x condition 0/1 matrix from the files, NaN where a cell is missing."""
-    contract_findings = [
-        "No Finding", "Enlarged Cardiomediastinum", "Cardiomegaly", "Lung Lesion", "Lung Opacity", "Edema",
-        "Consolidation", "Pneumonia", "Atelectasis", "Pneumothorax", "Pleural Effusion", "Pleural Other",
-        "Fracture", "Support Devices",
-    ]  # fmt: skip
     with (root / "plan.csv").open() as fh:
         plan = list(csv.DictReader(fh))
     studies = list(dict.fromkeys(r["case"] for r in plan))
@@ -313,7 +314,7 @@ def block_matrix(root: Path) -> np.ndarray:
         labels[(study, lab["finding"], cond)] = lab["state"] == "POSITIVE"
     matrix = np.full((len(studies) * 14, len(conditions)), np.nan)
     for i, study in enumerate(studies):
-        for f, finding in enumerate(contract_findings):
+        for f, finding in enumerate(CHEXPERT_FINDINGS):  # the endpoint's order
             code = reference[study][finding]
             if code == "-1.0":
                 continue  # reference UNCERTAIN: excluded
@@ -364,13 +365,7 @@ def test_clean_twin_counts(clean: Bundle) -> None:
 
 
 def test_clean_lineage_of_the_published_q_is_retained(clean: Bundle) -> None:
-    (row,) = clean.select(
-        """SELECT ?line WHERE { ?c a pg:Claim ; pg:statName "cochran_q" ; pg:sourceLine ?line ;
-             pg:sourceFile/pg:path "manuscript/main.tex" }"""
-    )
-    code, text = clean.cli("lineage", "--no-check", "--format", "json", f"manuscript/main.tex:{row['line']}")
-    assert code == 0
-    (match,) = [m for m in json.loads(text)["matches"] if "/claim/" in m["root"]]
+    match = published_q_lineage(clean)
     assert (match["status"], match["truncated"]) == ("retained", False)
     classes = {c for n in match["nodes"] for c in n["classes"]}
     assert {"statistic", "binary cell", "candidate label", "reference label"} <= classes

@@ -60,28 +60,15 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from provgraph.contract.sections.annotation import CHEXPERT_FINDINGS
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "out"
 SEED = 20260728
 BASE_IRI = "https://example.org/cxr-pilot/"
 
 #: The 14 CheXpert observations, in the labeler's order (the endpoint's findings).
-FINDINGS = (
-    "No Finding",
-    "Enlarged Cardiomediastinum",
-    "Cardiomegaly",
-    "Lung Lesion",
-    "Lung Opacity",
-    "Edema",
-    "Consolidation",
-    "Pneumonia",
-    "Atelectasis",
-    "Pneumothorax",
-    "Pleural Effusion",
-    "Pleural Other",
-    "Fracture",
-    "Support Devices",
-)
+FINDINGS = CHEXPERT_FINDINGS
 PATHOLOGIES = FINDINGS[1:]
 PHRASE = {
     "Enlarged Cardiomediastinum": "widening of the cardiomediastinal silhouette",
