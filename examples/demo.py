@@ -167,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         pos = row["sensitivity"].get("positional-truncation")
         bullet(
             f"reported {row['statistic']} = {row['reported']} [{row['where']}]: keyed recomputation "
-            f"{row['recomputed']:.4g} (n = {row['n']})"
-            + (f", positional route {pos['value']:.4g} (n = {pos['n']})" if pos else "")
+            f"{row['recomputed']:.5g} (n = {row['n']})"
+            + (f", positional route {pos['value']:.5g} (n = {pos['n']})" if pos else "")
             + f" -> {row['status']}"
         )
 
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         "The same pilot with every defect repaired: the same gate must let it through. A gate "
         "that blocks everything would be as useless as one that blocks nothing.",
     )
-    run("-C", str(clean), "ingest")
+    print("  " + run("-C", str(clean), "ingest").stdout.strip().splitlines()[-1])
     clean_check = run("-C", str(clean), "check")
     print("  " + clean_check.stdout.strip().splitlines()[-1])
 
