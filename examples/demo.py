@@ -157,11 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     stats = json.loads(run("-C", str(flawed), "stats", "--format", "json").stdout)
     for m in stats["matrices"]:
-        extra = (
-            f", {m['mispaired_positions']} positions pair different blocks"
-            if m["mispaired_positions"]
-            else ""
-        )
+        extra = ""
+        if m["mispaired_positions"]:
+            extra = f", {m['mispaired_positions']} positions pair different blocks"
+        elif m["cohort_rule"] == "pairwise-available":
+            extra = " (each pair of conditions has its own blocks; the largest pair shown)"
         bullet(f"{m['cohort_rule']}: n = {m['n']} of {m['blocks']} blocks{extra}")
     for row in stats["reported"]:
         pos = row["sensitivity"].get("positional-truncation")
