@@ -77,26 +77,23 @@ def output_states(store: Store) -> OutputStates | None:
     return OutputStates(counts, sum(counts.values()), _int(unplanned[0]["n"]))
 
 
-#: Where view positions come from, most direct evidence first: the DICOM headers of the images
-#: (what was rendered), the cohort manifest's cases, then the MIMIC-CXR metadata rows. Only the
-#: first level present is counted, so an image and its study are never counted twice.
-VIEW_SOURCES = (PG_NS + "DicomFile", PG_NS + "CohortEntry", PG_NS + "ImageMetadata")
-
-
 def view_positions(store: Store) -> dict[str, int] | None:
-    """Images or studies by view position; a blank value counts as "undocumented"."""
-    rows = []
-    for cls in VIEW_SOURCES:
+    """Images by view position; a blank value counts as "undocumented".
+
+    One source is counted, the most direct one present: DICOM headers, else the MIMIC metadata
+    table, else whatever else records a view (a cohort manifest). Counting every source would
+    count one study once per table that names its view.
+    """
+    for where in (
+        f"?x a <{PG_NS}DicomFile> .",
+        f"?x a <{PG_NS}ImageMetadata> .",
+        "",
+    ):
         rows = store.select(
-            f"""SELECT ?v (COUNT(DISTINCT ?x) AS ?n) WHERE {{ ?x a <{cls}> ; <{VIEW_POSITION}> ?v }}
-                GROUP BY ?v"""
+            f"SELECT ?v (COUNT(DISTINCT ?x) AS ?n) WHERE {{ {where} ?x <{VIEW_POSITION}> ?v }} GROUP BY ?v"
         )
         if rows:
             break
-    if not rows:
-        rows = store.select(
-            f"""SELECT ?v (COUNT(DISTINCT ?x) AS ?n) WHERE {{ ?x <{VIEW_POSITION}> ?v }} GROUP BY ?v"""
-        )
     if not rows:
         return None
     out: dict[str, int] = {}
@@ -131,7 +128,32 @@ _CANDIDATE = """?l a/rdfs:subClassOf* pg:CandidateLabel ; pg:case ?case ; pg:fin
 
 
 def blocks(store: Store) -> Blocks | None:
-    """Globally complete blocks: labelled under every condition that labelled anything."""
+    """(case, finding) blocks by how many conditions have a cell (or, before the statistics are
+    recomputed, a candidate label); globally complete blocks have one under every condition.
+
+    The recomputed keyed matrix is preferred: its cells are tied to case and condition however
+    the labels were (explicit keys or the call that wrote the labelled report), and it counts
+    the blocks no condition could score (an excluded reference label) in its block total.
+    """
+    matrix = store.select(
+        PREFIXES
+        + """SELECT ?k ?total WHERE { ?m a pg:KeyedMatrix ; pg:cohortRule "globally-complete" ;
+                                         pg:conditionCount ?k ; pg:blockCount ?total } LIMIT 1"""
+    )
+    if matrix:
+        rows = store.select(
+            PREFIXES
+            + """SELECT ?k (COUNT(*) AS ?n) WHERE {
+              { SELECT ?case ?finding (COUNT(DISTINCT ?cond) AS ?k)
+                WHERE { ?c a pg:Cell ; pg:case ?case ; pg:finding ?finding ; pg:condition ?cond }
+                GROUP BY ?case ?finding }
+            } GROUP BY ?k"""
+        )
+        by = {_int(r["k"]): _int(r["n"]) for r in rows}
+        unscored = _int(matrix[0]["total"]) - sum(by.values())
+        if unscored > 0:
+            by[0] = by.get(0, 0) + unscored
+        return Blocks(_int(matrix[0]["k"]), dict(sorted(by.items())))
     conditions = _int(
         store.select(PREFIXES + f"SELECT (COUNT(DISTINCT ?cond) AS ?n) WHERE {{ {_CANDIDATE} }}")[0]["n"]
     )

@@ -315,8 +315,9 @@ def _accounting(store: Store) -> str:
             f"{share:.1f}% globally complete: {blocks.complete} complete, {blocks.incomplete} incomplete"
         )
         blocks_body = plots.blocks_plot(blocks) + (
-            f"<p class='sub'>A block is complete when it carries a label under all {blocks.conditions} "
-            f"conditions; {blocks.total} blocks in all.</p>"
+            f"<p class='sub'>A (case, finding) block is complete when it is scored (a keyed cell, or a "
+            f"label before the statistics are recomputed) under all {blocks.conditions} conditions; "
+            f"{blocks.total} blocks in all.</p>"
         )
     panels = [
         _panel(

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import copy_bundle, ingest_bundle
+from conftest import CONTRACT, RULE_FIXTURES, copy_bundle, ingest_bundle, write_bundle
 from viewtools import (
     ACCOUNTING_TTL,
     EXAMPLE,
@@ -251,3 +251,34 @@ def test_view_positions_count_one_level_only(memory_store, tmp_path: Path) -> No
     )
     load_turtle(memory_store, ttl)
     assert accounting.view_positions(memory_store) == {"PA": 1, "undocumented": 1}
+
+
+def test_view_positions_count_one_source_not_every_table(tmp_path: Path) -> None:
+    # the same two studies, their views written by the MIMIC metadata table and the manifest
+    root = write_bundle(
+        tmp_path / "b",
+        {
+            "mimic-cxr-2.0.0-metadata.csv": "dicom_id,subject_id,study_id,ViewPosition\n"
+            "d1,10000001,50000001,PA\nd2,10000002,50000002,\n",
+            "cohort.csv": "case_key,patient_key,view,inclusion\n50000001,10000001,PA,include\n"
+            "50000002,10000002,,include\n",
+        },
+        contract=CONTRACT,
+    )
+    store, _, _ = ingest_bundle(root)
+    assert accounting.view_positions(store) == {"PA": 1, "undocumented": 1}
+
+
+def test_blocks_come_from_the_keyed_matrix_once_statistics_are_recomputed(tmp_path: Path) -> None:
+    from provgraph.stats.materialize import refresh
+
+    store, _, _ = ingest_bundle(
+        copy_bundle(RULE_FIXTURES / "analysis-reported-differs" / "clean", tmp_path / "b")
+    )
+    before = accounting.blocks(store)  # from the labels: blocks with an UNCERTAIN reference count too
+    refresh(store)
+    after = accounting.blocks(store)
+    # 6 cases x 3 findings x 3 conditions; s4/Pneumonia's reference is excluded, s2/Edema has no B label
+    assert (after.total, after.conditions, after.complete) == (18, 3, 16)
+    assert after.by_conditions == {0: 1, 2: 1, 3: 16}
+    assert before.total == after.total
