@@ -141,8 +141,10 @@ def test_panels_drawn_from_synthesized_clause_data(tmp_path: Path) -> None:
     assert "3 PA, 2 AP, 1 LL, 1 undocumented" in text
     assert "60.0% globally complete: 3 complete, 2 incomplete" in text
     assert "under all 2 conditions; 5 blocks in all" in text
-    assert "cochran_q 154.73 420 182.29 369 globally-complete asymptotic +17.8% differs" in text
-    assert "mcnemar_p 0.031 — 0.0312 — globally-complete exact +0.6% agrees" in text
+    # rows are labelled with their variant; recomputed values shown two digits past the reported
+    row = "cochran_q (asymptotic) 154.73 420 182.2900 369 globally-complete asymptotic +17.8% differs"
+    assert row in text
+    assert "mcnemar_p (exact) 0.031 — 0.03120 — globally-complete exact +0.6% agrees" in text
     assert "detection_rate 0.9 — — — — — — not recomputed" in text
     assert "paper.md:12" in text and "paper.md:30" in text
     # lineage decides claim statuses: these claims reach no recorded check, so cannot stand yet
