@@ -20,7 +20,7 @@ from provgraph.release.patterns import matcher
 
 class TextsImporter(Importer):
     name = "texts"
-    version = "1"
+    version = "2"
     description = (
         "manuscripts and texts named by release.texts: numbers as claims, registry names as mentions"
     )

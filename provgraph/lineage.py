@@ -61,6 +61,10 @@ LINEAGE_ROOTS = tuple(
 EVIDENCE = (PG_NS + "Statistic", PG_NS + "RegistryValue", PG_NS + "Build")
 NUMBER_CLASSES = (PG_NS + "Claim", PG_NS + "ReportedValue")
 _BATCH = 400
+#: Nodes a lineage examines before it is cut (and the status becomes at least unverifiable).
+#: The Q of a 30-study, 10-condition pilot already reaches about 10,000 nodes (cells, labels,
+#: extractions, reports, calls), so the cap leaves room for twice that.
+DEFAULT_MAX_NODES = 20_000
 _INFO = [
     "label",
     "path",
@@ -313,14 +317,16 @@ def lineage_properties(store: Store) -> dict[str, str]:
     return found
 
 
-def trace(store: Store, iri: str, max_nodes: int = 5000) -> Lineage:
+def trace(store: Store, iri: str, max_nodes: int = DEFAULT_MAX_NODES) -> Lineage:
     """The lineage of ``iri``: nodes, edges towards sources, violations and the status.
 
     Stops after ``max_nodes`` nodes (``truncated`` is then True and the status is at least
     unverifiable, since part of the chain was not examined).
     """
     props = lineage_properties(store)
-    prop_values = " ".join(f"<{p}>" for p in props)
+    # FILTER IN rather than a second VALUES block: Oxigraph joins two VALUES blocks as a
+    # cross product (one lookup per node and property, 16x slower on 400-node batches)
+    prop_list = ", ".join(f"<{p}>" for p in props)
     inverse = inverse_properties(store)
     inverse_values = " ".join(f"<{p}>" for p in inverse)
     seen = {iri}
@@ -332,8 +338,8 @@ def trace(store: Store, iri: str, max_nodes: int = 5000) -> Lineage:
         batch = [queue.popleft() for _ in range(min(_BATCH, len(queue)))]
         values = " ".join(f"<{n}>" for n in batch)
         rows = store.select(
-            f"""SELECT DISTINCT ?s ?p ?o WHERE {{ VALUES ?s {{ {values} }} VALUES ?p {{ {prop_values} }}
-                  ?s ?p ?o . FILTER(isIRI(?o)) }} ORDER BY ?s ?p ?o"""
+            f"""SELECT DISTINCT ?s ?p ?o WHERE {{ VALUES ?s {{ {values} }}
+                  ?s ?p ?o . FILTER(isIRI(?o) && ?p IN ({prop_list})) }} ORDER BY ?s ?p ?o"""
         )
         found = [(r["s"].value, r["p"].value, r["o"].value, False) for r in rows]  # type: ignore[union-attr]
         found += _inferred_statistics(store, batch)
@@ -422,11 +428,11 @@ def _describe(store: Store, order: list[str]) -> dict[str, Node]:
     labels, states, supers = _class_info(store)
     info: dict[str, dict[str, list[str]]] = {n: {} for n in order}
     keys = {f"{PG_NS}{p}": p for p in _INFO} | {f"{RDF_NS}type": "type", f"{RDFS_NS}label": "rdfsLabel"}
-    wanted = " ".join(f"<{p}>" for p in keys)
+    wanted = ", ".join(f"<{p}>" for p in keys)  # FILTER IN, not a VALUES cross product (see trace)
     for i in range(0, len(order), _BATCH):
         values = " ".join(f"<{n}>" for n in order[i : i + _BATCH])
         rows = store.select(
-            f"""SELECT ?n ?p ?o WHERE {{ VALUES ?n {{ {values} }} VALUES ?p {{ {wanted} }} ?n ?p ?o }}"""
+            f"""SELECT ?n ?p ?o WHERE {{ VALUES ?n {{ {values} }} ?n ?p ?o . FILTER(?p IN ({wanted})) }}"""
         )
         for r in rows:
             key = keys[r["p"].value]  # type: ignore[union-attr]

@@ -94,7 +94,7 @@ def _hbars(ax, labels: list[str], values: list[float], colours: list[str], fmt=s
     for y, v in zip(positions, values, strict=True):
         ax.text(v + top * 0.02, y, fmt(v), va="center", ha="left", color=INK, fontsize=11)
     ax.set_xlim(0, top * 1.18)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
     ax.tick_params(axis="y", length=0)
     ax.spines["left"].set_visible(False)
 
@@ -111,6 +111,8 @@ def output_plot(states: OutputStates) -> str:
 
 
 def views_plot(views: dict[str, int]) -> str:
+    from matplotlib.ticker import MaxNLocator
+
     with _rc():
         fig = _figure(4.0, 2.5)
         ax = fig.add_subplot()
@@ -121,6 +123,7 @@ def views_plot(views: dict[str, int]) -> str:
         for x, v in enumerate(values):
             ax.text(x, v, str(v), ha="center", va="bottom", fontsize=11, color=INK)
         ax.set_ylim(0, max(values) * 1.2)
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
         ax.set_ylabel("studies (n)")
         return to_svg(fig, "views", f"View positions of {sum(values)} studies")
 
@@ -157,7 +160,7 @@ def statistics_plot(stats: Statistics) -> str | None:
     with _rc():
         fig = _figure(6.4, 0.5 + 0.42 * len(rows))
         ax = fig.add_subplot()
-        labels = [f"{r.name}" + (f" ({r.test_variant})" if r.test_variant else "") for r in rows]
+        labels = [r.label for r in rows]
         diffs = [100.0 * (r.difference or 0.0) for r in rows]
         colours = [GOOD if r.agrees else BAD for r in rows]
         positions = list(range(len(rows)))[::-1]
@@ -166,12 +169,13 @@ def statistics_plot(stats: Statistics) -> str | None:
         ax.set_yticks(positions, labels)
         span = max(abs(d) for d in diffs) or 1.0
         for y, d, r in zip(positions, diffs, rows, strict=True):
+            # the label goes on the empty side of zero, clear of the bar and the row names
             ax.text(
-                d + (span * 0.03 if d >= 0 else -span * 0.03),
+                span * 0.05 if d <= 0 else -span * 0.05,
                 y,
-                f"{r.reported_value} → {r.recomputed_value}",
+                f"{r.reported_value} → {r.recomputed_shown}",
                 va="center",
-                ha="left" if d >= 0 else "right",
+                ha="left" if d <= 0 else "right",
                 fontsize=10,
             )
         ax.set_xlim(-span * 1.6, span * 1.6)

@@ -315,8 +315,9 @@ def _accounting(store: Store) -> str:
             f"{share:.1f}% globally complete: {blocks.complete} complete, {blocks.incomplete} incomplete"
         )
         blocks_body = plots.blocks_plot(blocks) + (
-            f"<p class='sub'>A block is complete when it carries a label under all {blocks.conditions} "
-            f"conditions; {blocks.total} blocks in all.</p>"
+            f"<p class='sub'>A (case, finding) block is complete when it is scored (a keyed cell, or a "
+            f"label before the statistics are recomputed) under all {blocks.conditions} conditions; "
+            f"{blocks.total} blocks in all.</p>"
         )
     panels = [
         _panel(
@@ -371,9 +372,9 @@ def _statistics(store: Store) -> str:
             verdict, css = ("agrees", "pass") if r.agrees else ("differs", "fail")
         diff = f"{100 * r.difference:+.1f}%" if r.difference is not None else "—"
         rows.append(
-            f"<tr><td>{esc(r.name)}</td><td class='num'>{esc(r.reported_value)}</td>"
+            f"<tr><td>{esc(r.label)}</td><td class='num'>{esc(r.reported_value)}</td>"
             f"<td class='num'>{esc(r.reported_n if r.reported_n is not None else '—')}</td>"
-            f"<td class='num'>{esc(r.recomputed_value or '—')}</td>"
+            f"<td class='num'>{esc(r.recomputed_shown or '—')}</td>"
             f"<td class='num'>{esc(r.recomputed_n if r.recomputed_n is not None else '—')}</td>"
             f"<td>{esc(r.cohort_rule or '—')}</td><td>{esc(r.test_variant or '—')}</td>"
             f"<td class='num'>{diff}</td><td class='outcome-{css}'>{verdict}</td></tr>"

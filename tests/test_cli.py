@@ -213,6 +213,20 @@ def test_query_forms_and_formats(cli, clean: Path) -> None:
     rq = REPO / "queries" / "output" / "output-unplanned-record.rq"
     r = cli("-C", str(clean), "query", str(rq))
     assert r.code == 0 and "0 rows" in r.out
+    # query text longer than a file name may be is text, not a path (it was an internal error)
+    long = (
+        "SELECT ?id WHERE { ?c a pg:PlannedCall ; pg:callId ?id . "
+        + " ".join(f"OPTIONAL {{ ?c pg:case ?case{i} }}" for i in range(12))
+        + " } ORDER BY ?id"
+    )
+    assert len(long) > 255
+    r = cli("-C", str(clean), "query", long)
+    assert r.code == 0 and "4 rows" in r.out
+    r = cli("-C", str(clean), "query", "missing.rq")
+    assert (
+        r.code == 2
+        and r.err.strip() == "provgraph: error: cannot read query file missing.rq: No such file or directory"
+    )
     r = cli("-C", str(clean), "query", "DELETE WHERE { ?s ?p ?o }")
     assert r.code == 2 and "only reads the store" in r.err
     r = cli("-C", str(clean), "query", "SELECT ?x WHERE { ?x }")

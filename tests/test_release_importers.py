@@ -242,3 +242,20 @@ def test_git_commits_and_tags_with_blobs(tmp_path: Path) -> None:
     git(repo, "commit", "-q", "-am", "drop notes")
     _, again, _ = ingest_bundle(root, store)
     assert {r.rel: r.outcome for r in again}["upstream"] == "imported"
+
+
+def test_version_numbers_inside_registry_names_are_not_claims(tmp_path: Path) -> None:
+    contract = RELEASE + '\n[[release.entities]]\nkey = "claude"\ncanonical = "Claude 3.5 Sonnet"\n'
+    contract += 'variants = ["Claude 3 Sonnet"]\n'
+    root = write_bundle(
+        tmp_path / "b",
+        {
+            "README.md": "Claude 3.5 Sonnet agreed in 0.71 of blocks; "
+            "Claude 3 Sonnet in 0.64, Llama 3.2 in 0.52.\n"
+        },
+        contract=contract,
+    )
+    store, _, _ = ingest_bundle(root)
+    claims = sorted(r["t"].value for r in store.select(PG + "SELECT ?t WHERE { ?c a pg:Claim ; pg:text ?t }"))
+    # a name the registry knows is not a number; an unregistered one ("Llama 3.2") still reads as one
+    assert claims == ["0.52", "0.64", "0.71", "3.2"]

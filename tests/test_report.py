@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import copy_bundle, ingest_bundle
+from conftest import CONTRACT, RULE_FIXTURES, copy_bundle, ingest_bundle, write_bundle
 from viewtools import (
     ACCOUNTING_TTL,
     EXAMPLE,
@@ -141,8 +141,10 @@ def test_panels_drawn_from_synthesized_clause_data(tmp_path: Path) -> None:
     assert "3 PA, 2 AP, 1 LL, 1 undocumented" in text
     assert "60.0% globally complete: 3 complete, 2 incomplete" in text
     assert "under all 2 conditions; 5 blocks in all" in text
-    assert "cochran_q 154.73 420 182.29 369 globally-complete asymptotic +17.8% differs" in text
-    assert "mcnemar_p 0.031 — 0.0312 — globally-complete exact +0.6% agrees" in text
+    # rows are labelled with their variant; recomputed values shown two digits past the reported
+    row = "cochran_q (asymptotic) 154.73 420 182.2900 369 globally-complete asymptotic +17.8% differs"
+    assert row in text
+    assert "mcnemar_p (exact) 0.031 — 0.03120 — globally-complete exact +0.6% agrees" in text
     assert "detection_rate 0.9 — — — — — — not recomputed" in text
     assert "paper.md:12" in text and "paper.md:30" in text
     # lineage decides claim statuses: these claims reach no recorded check, so cannot stand yet
@@ -236,3 +238,49 @@ def test_report_before_ingest_is_a_usage_error(cli, tmp_path: Path) -> None:
     assert r.err.strip() == (
         "provgraph: error: no contract in the store: run `provgraph ingest` on the bundle first"
     )
+
+
+def test_view_positions_count_one_level_only(memory_store, tmp_path: Path) -> None:
+    # The same two studies described by their DICOM headers and by the cohort manifest: the
+    # panel counts the images (the most direct evidence), never both levels.
+    ttl = tmp_path / "views.ttl"
+    ttl.write_text(
+        "@prefix pg: <https://w3id.org/provgraph/ns#> .\n"
+        "<urn:x:dcm1> a pg:DicomFile ; pg:viewPosition 'PA' .\n"
+        "<urn:x:dcm2> a pg:DicomFile ; pg:viewPosition '' .\n"
+        "<urn:x:case1> a pg:CohortEntry ; pg:viewPosition 'PA' .\n"
+        "<urn:x:case2> a pg:CohortEntry ; pg:viewPosition 'AP' .\n"
+    )
+    load_turtle(memory_store, ttl)
+    assert accounting.view_positions(memory_store) == {"PA": 1, "undocumented": 1}
+
+
+def test_view_positions_count_one_source_not_every_table(tmp_path: Path) -> None:
+    # the same two studies, their views written by the MIMIC metadata table and the manifest
+    root = write_bundle(
+        tmp_path / "b",
+        {
+            "mimic-cxr-2.0.0-metadata.csv": "dicom_id,subject_id,study_id,ViewPosition\n"
+            "d1,10000001,50000001,PA\nd2,10000002,50000002,\n",
+            "cohort.csv": "case_key,patient_key,view,inclusion\n50000001,10000001,PA,include\n"
+            "50000002,10000002,,include\n",
+        },
+        contract=CONTRACT,
+    )
+    store, _, _ = ingest_bundle(root)
+    assert accounting.view_positions(store) == {"PA": 1, "undocumented": 1}
+
+
+def test_blocks_come_from_the_keyed_matrix_once_statistics_are_recomputed(tmp_path: Path) -> None:
+    from provgraph.stats.materialize import refresh
+
+    store, _, _ = ingest_bundle(
+        copy_bundle(RULE_FIXTURES / "analysis-reported-differs" / "clean", tmp_path / "b")
+    )
+    before = accounting.blocks(store)  # from the labels: blocks with an UNCERTAIN reference count too
+    refresh(store)
+    after = accounting.blocks(store)
+    # 6 cases x 3 findings x 3 conditions; s4/Pneumonia's reference is excluded, s2/Edema has no B label
+    assert (after.total, after.conditions, after.complete) == (18, 3, 16)
+    assert after.by_conditions == {0: 1, 2: 1, 3: 16}
+    assert before.total == after.total

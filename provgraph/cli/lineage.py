@@ -29,7 +29,7 @@ from provgraph.errors import EXIT_OK, EXIT_VIOLATIONS
 @click.option(
     "--max-nodes",
     type=click.IntRange(min=1),
-    default=5000,
+    default=20_000,  # provgraph.lineage.DEFAULT_MAX_NODES (not imported: keeps start-up light)
     show_default=True,
     help="Stop tracing after this many nodes (the status is then at least unverifiable).",
 )

@@ -34,6 +34,21 @@ def query_form(text: str) -> str:
     return form
 
 
+def query_text(query: str) -> str:
+    """The SPARQL text of QUERY: the file it names (``.rq``, or any existing file), or itself."""
+    try:
+        is_file = query.endswith(".rq") or Path(query).is_file()
+    except (OSError, ValueError):  # SPARQL text longer than a file name may be, or with a NUL
+        is_file = False
+    if not is_file:
+        return query
+    try:
+        return Path(query).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = getattr(err, "strerror", None) or str(err)
+        raise UsageError(f"cannot read query file {query}: {reason}") from err
+
+
 def parse_param(text: str) -> tuple[str, ox.NamedNode | ox.Literal]:
     name, sep, value = text.partition("=")
     if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
@@ -87,8 +102,7 @@ def command(app: App, query: str, fmt: str, params: tuple[str, ...]) -> int:
     """
     from provgraph.vocab import PREFIXES
 
-    path = Path(query)
-    text = path.read_text(encoding="utf-8") if query.endswith(".rq") or path.is_file() else query
+    text = query_text(query)
     form = query_form(text)
     declared = set(re.findall(r"PREFIX\s+([A-Za-z][\w-]*)?:", text, re.I))
     prologue = "".join(f"PREFIX {p}: <{ns}>\n" for p, ns in PREFIXES.items() if p not in declared)

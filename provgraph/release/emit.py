@@ -36,8 +36,11 @@ def emit_text(
             continue
         context = line.strip()[:CONTEXT_CHARS]
         mention_nodes = []
+        names: list[tuple[int, int]] = []  # spans of model names: "3.5" in "Claude 3.5 Sonnet" is no claim
         seen: dict[str, int] = {}
         for mention in registry.mentions(line):
+            if mention.value is None:
+                names.append((mention.column, mention.column + len(mention.text)))
             seen[mention.text] = seen.get(mention.text, 0) + 1
             node = ctx.iri("mention", *keys, str(line_no), mention.text, str(seen[mention.text]))
             add(node, RDF_TYPE, PG.Mention)
@@ -52,6 +55,8 @@ def emit_text(
             written += 1
         seen = {}
         for number in numbers(line, latex=latex):
+            if any(start <= number.column < end for start, end in names):
+                continue
             seen[number.text] = seen.get(number.text, 0) + 1
             node = ctx.iri("claim", *keys, str(line_no), number.text, str(seen[number.text]))
             add(node, RDF_TYPE, PG.Claim)
