@@ -79,10 +79,22 @@ def output_states(store: Store) -> OutputStates | None:
 
 
 def view_positions(store: Store) -> dict[str, int] | None:
-    """Studies or images by DICOM view position; a blank value counts as "undocumented"."""
-    rows = store.select(
-        f"""SELECT ?v (COUNT(DISTINCT ?x) AS ?n) WHERE {{ ?x <{VIEW_POSITION}> ?v }} GROUP BY ?v"""
-    )
+    """Images by view position; a blank value counts as "undocumented".
+
+    One source is counted, the most direct one present: DICOM headers, else the MIMIC metadata
+    table, else whatever else records a view (a cohort manifest). Counting every source would
+    count one study once per table that names its view.
+    """
+    for where in (
+        f"?x a <{PG_NS}DicomFile> .",
+        f"?x a <{PG_NS}ImageMetadata> .",
+        "",
+    ):
+        rows = store.select(
+            f"SELECT ?v (COUNT(DISTINCT ?x) AS ?n) WHERE {{ {where} ?x <{VIEW_POSITION}> ?v }} GROUP BY ?v"
+        )
+        if rows:
+            break
     if not rows:
         return None
     out: dict[str, int] = {}
@@ -141,6 +153,27 @@ class StatRow:
     recomputed_n: int | None = None
     cohort_rule: str | None = None
     test_variant: str | None = None
+    adjustment: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The statistic's name with what tells same-named rows apart (variant, adjustment)."""
+        extra = [x for x in (self.test_variant, self.adjustment) if x]
+        return self.name + (f" ({', '.join(extra)})" if extra else "")
+
+    @property
+    def recomputed_shown(self) -> str | None:
+        """The recomputed value at two digits beyond the reported precision (whole when whole)."""
+        if self.recomputed_value is None:
+            return None
+        try:
+            rec = float(self.recomputed_value)
+        except ValueError:
+            return self.recomputed_value
+        if rec.is_integer():
+            return str(int(rec))
+        decimals = len(self.reported_value.partition(".")[2]) if "." in self.reported_value else 0
+        return f"{rec:.{decimals + 2}f}" if decimals else f"{rec:.4g}"
 
     @property
     def difference(self) -> float | None:
@@ -183,10 +216,11 @@ def statistics(store: Store) -> Statistics | None:
     """Reported values (claims excluded: they have their own panel) beside their recomputation."""
     rows = store.select(
         PREFIXES
-        + """SELECT ?rv ?name ?rvalue ?rn ?stat ?svalue ?sn ?cohort ?variant WHERE {
+        + """SELECT ?rv ?name ?rvalue ?rn ?adj ?stat ?svalue ?sn ?cohort ?variant WHERE {
           ?rv a/rdfs:subClassOf* pg:ReportedValue .
           FILTER NOT EXISTS { ?rv a/rdfs:subClassOf* pg:Claim }
           OPTIONAL { ?rv pg:statName ?name } OPTIONAL { ?rv pg:value ?rvalue } OPTIONAL { ?rv pg:n ?rn }
+          OPTIONAL { ?rv pg:adjustment ?adj }
           OPTIONAL {
             ?rv pg:recomputedAs ?stat .
             OPTIONAL { ?stat pg:value ?svalue } OPTIONAL { ?stat pg:n ?sn }
@@ -221,6 +255,7 @@ def statistics(store: Store) -> Statistics | None:
                 recomputed_n=_int(r["sn"]) if r["sn"] is not None else None,
                 cohort_rule=_text(r["cohort"]),
                 test_variant=_text(r["variant"]),
+                adjustment=_text(r["adj"]),
             )
         )
     return out

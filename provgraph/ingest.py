@@ -287,9 +287,16 @@ def describe_source(
     )
 
 
+def _hash_cache_dir(store: Store) -> Path | None:
+    """Beside an on-disk store (``.provgraph/`` for the default one), never inside the bundle
+    when the store lives elsewhere: a bundle may be read-only or under version control."""
+    path = getattr(store, "path", None)
+    return Path(path).parent / f"{Path(path).name}.cache" if path is not None else None
+
+
 class HashCache:
-    """SHA-256 of files by (bundle path, size, mtime_ns, ctime_ns, inode), kept in the bundle's
-    state folder (``.provgraph/hashes.sqlite``) so that an unchanged file is not read again.
+    """SHA-256 of files by (bundle path, size, mtime_ns, ctime_ns, inode), kept beside the
+    store (``.provgraph/store.cache/hashes.sqlite``) so that an unchanged file is not read again.
 
     A file whose bytes change gets a new ctime (which no program can set back), so a stale
     entry is never used. ``None`` as the folder keeps nothing.
@@ -691,7 +698,7 @@ def ingest_paths(
         ):
             problems.append(Problem(t, None, "not imported: hidden, or excluded by [ingest].exclude"))
     results = []
-    hashes = HashCache(bundle.state_dir)
+    hashes = HashCache(_hash_cache_dir(store))
     try:
         for path, importer in selected:
             result = ingest_source(store, bundle, path, importer, progress, hashes)

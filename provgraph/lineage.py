@@ -65,6 +65,12 @@ _BATCH = 400
 #: The Q of a 30-study, 10-condition pilot already reaches about 10,000 nodes (cells, labels,
 #: extractions, reports, calls), so the cap leaves room for twice that.
 DEFAULT_MAX_NODES = 20_000
+#: A node of a ``pg:lineageHub`` class (a cell grid: one source per label row) with more lineage
+#: edges than this is sampled: its first :data:`HUB_SAMPLE` sources per property are traced, and
+#: what lies upstream of all of them is read from the last check (:func:`hub_summaries`). Below
+#: it, the hub is traced like any other node, source by source.
+HUB_THRESHOLD = 2_000
+HUB_SAMPLE = 3
 _INFO = [
     "label",
     "path",
@@ -138,6 +144,17 @@ class Reason:
 
 
 @dataclass
+class Sampled:
+    """``total`` sources of ``source`` through ``prop``, of which ``shown`` are traced."""
+
+    source: str
+    prop: str
+    label: str
+    total: int
+    shown: list[str]
+
+
+@dataclass
 class Lineage:
     """The chain from ``root`` back to its sources, with its status and the reasons for it."""
 
@@ -147,6 +164,7 @@ class Lineage:
     status: str
     reasons: list[Reason]
     truncated: bool = False
+    sampled: list[Sampled] = field(default_factory=list)
 
     def children(self, iri: str) -> list[Edge]:
         """Edges from ``iri`` towards what it came from."""
@@ -158,6 +176,7 @@ class Lineage:
             "root": self.root,
             "status": self.status,
             "truncated": self.truncated,
+            "sampled": [x.__dict__ for x in self.sampled],
             "reasons": [r.__dict__ for r in self.reasons],
             "nodes": [
                 {
@@ -334,14 +353,24 @@ def trace(store: Store, iri: str, max_nodes: int = DEFAULT_MAX_NODES) -> Lineage
     edges: list[Edge] = []
     queue = deque([iri])
     truncated = False
+    sampled: list[Sampled] = []
+    hub_classes = _hub_classes(store)
     while queue:
         batch = [queue.popleft() for _ in range(min(_BATCH, len(queue)))]
         values = " ".join(f"<{n}>" for n in batch)
-        rows = store.select(
-            f"""SELECT DISTINCT ?s ?p ?o WHERE {{ VALUES ?s {{ {values} }}
-                  ?s ?p ?o . FILTER(isIRI(?o) && ?p IN ({prop_list})) }} ORDER BY ?s ?p ?o"""
-        )
-        found = [(r["s"].value, r["p"].value, r["o"].value, False) for r in rows]  # type: ignore[union-attr]
+        found: list[tuple[str, str, str, bool]] = []
+        big = _big_hubs(store, batch, hub_classes, prop_list)
+        for hub in big:
+            for x in _sample_sources(store, hub, props):
+                sampled.append(x)
+                found += [(hub, x.prop, o, False) for o in x.shown]
+        walk = [n for n in batch if n not in big]
+        if walk:
+            rows = store.select(
+                f"""SELECT DISTINCT ?s ?p ?o WHERE {{ VALUES ?s {{ {" ".join(f"<{n}>" for n in walk)} }}
+                      ?s ?p ?o . FILTER(isIRI(?o) && ?p IN ({prop_list})) }} ORDER BY ?s ?p ?o"""
+            )
+            found += [(r["s"].value, r["p"].value, r["o"].value, False) for r in rows]  # type: ignore[union-attr]
         found += _inferred_statistics(store, batch)
         if inverse_values:  # e.g. an output file comes from the call records that name it
             rows = store.select(
@@ -363,8 +392,171 @@ def trace(store: Store, iri: str, max_nodes: int = DEFAULT_MAX_NODES) -> Lineage
     nodes = _describe(store, order)
     edges = [e for e in dict.fromkeys(edges) if e.target in nodes]
     reasons = _reasons(store, iri, nodes, truncated)
+    reasons += _hub_reasons(store, nodes, sampled)
     status = worst([r.status for r in reasons])
-    return Lineage(iri, nodes, edges, status, reasons, truncated)
+    return Lineage(iri, nodes, edges, status, reasons, truncated, sampled)
+
+
+# --- hubs: nodes with one source per call ------------------------------------------------
+
+
+def _hub_classes(store: Store) -> list[str]:
+    rows = store.select(f"SELECT DISTINCT ?c WHERE {{ ?c <{PG_NS}lineageHub> true }}")
+    return [r["c"].value for r in rows]  # type: ignore[union-attr]
+
+
+def _big_hubs(store: Store, batch: list[str], hub_classes: list[str], prop_list: str) -> set[str]:
+    """The nodes of ``batch`` that are hubs with more than :data:`HUB_THRESHOLD` sources."""
+    if not hub_classes:
+        return set()
+    values = " ".join(f"<{n}>" for n in batch)
+    classes = ", ".join(f"<{c}>" for c in hub_classes)
+    rows = store.select(
+        f"SELECT DISTINCT ?n WHERE {{ VALUES ?n {{ {values} }} ?n a ?c FILTER(?c IN ({classes})) }}"
+    )
+    big = set()
+    for r in rows:
+        hub = r["n"].value  # type: ignore[union-attr]
+        # counting stops at the threshold: a million sources are not read to learn there are many
+        (row,) = store.select(
+            f"""SELECT (COUNT(*) AS ?k) WHERE {{ SELECT ?o WHERE {{ <{hub}> ?p ?o
+                  FILTER(?p IN ({prop_list})) }} LIMIT {HUB_THRESHOLD + 1} }}"""
+        )
+        if int(row["k"].value) > HUB_THRESHOLD:  # type: ignore[union-attr]
+            big.add(hub)
+    return big
+
+
+def _sample_sources(store: Store, hub: str, props: dict[str, str]) -> list[Sampled]:
+    """Per lineage property of ``hub``: how many sources, and the first few (in index order)."""
+    out = []
+    for prop, label in props.items():
+        rows = store.select(f"SELECT ?o WHERE {{ <{hub}> <{prop}> ?o FILTER(isIRI(?o)) }} LIMIT {HUB_SAMPLE}")
+        if not rows:
+            continue
+        shown = sorted(r["o"].value for r in rows)  # type: ignore[union-attr]
+        total = len(shown)
+        if total == HUB_SAMPLE:
+            (row,) = store.select(
+                f"SELECT (COUNT(*) AS ?k) WHERE {{ <{hub}> <{prop}> ?o FILTER(isIRI(?o)) }}"
+            )
+            total = int(row["k"].value)  # type: ignore[union-attr]
+        out.append(Sampled(hub, prop, label, total, shown))
+    return out
+
+
+def _hub_reasons(store: Store, nodes: dict[str, Node], sampled: list[Sampled]) -> list[Reason]:
+    """What lies upstream of the sources a sampled hub did not trace, as the last check found it."""
+    reasons: list[Reason] = []
+    seen = {(n.iri, v.rule, v.message) for n in nodes.values() for v in n.violations}
+    for hub in dict.fromkeys(x.source for x in sampled):
+        label = nodes[hub].label if hub in nodes else hub
+        summary = store.select(f"SELECT ?n WHERE {{ <{hub}> <{PG_NS}upstreamNodeCount> ?n }} LIMIT 1")
+        if not summary:
+            reasons.append(
+                Reason(
+                    "unverifiable",
+                    f"{label} derives from too many sources to trace one by one, and no check has "
+                    "recorded what lies upstream of them: run `provgraph check`",
+                    hub,
+                )
+            )
+            continue
+        rows = store.select(
+            f"""PREFIX pg: <{PG_NS}>
+            SELECT DISTINCT ?focus ?rule ?severity ?message WHERE {{
+              <{hub}> pg:upstreamViolation ?v . ?v pg:focus ?focus ; pg:rule/pg:ruleId ?rule ;
+                 pg:severity ?severity ; pg:message ?message }} ORDER BY ?rule ?focus ?message"""
+        )
+        for r in rows:
+            focus, rule, severity, message = (r[k].value for k in ("focus", "rule", "severity", "message"))  # type: ignore[union-attr]
+            status = status_of(rule, severity)
+            if status and (focus, rule, message) not in seen:
+                seen.add((focus, rule, message))
+                reasons.append(
+                    Reason(
+                        status, f"{rule} ({severity}) on {focus}, upstream of {label}: {message}", focus, rule
+                    )
+                )
+        for r in store.select(f"SELECT ?x WHERE {{ <{hub}> <{PG_NS}upstreamUndescribed> ?x }} ORDER BY ?x"):
+            reasons.append(
+                Reason(
+                    "unverifiable",
+                    f"{r['x'].value} (upstream of {label}) is referenced but no import describes it: "  # type: ignore[union-attr]
+                    "its source was not retained",
+                    r["x"].value,  # type: ignore[union-attr]
+                )
+            )
+    return reasons
+
+
+def hub_summaries(store: Store, undescribed_limit: int = 20) -> list[tuple[str, str, str | int]]:
+    """For every hub too large to trace source by source: what lies upstream of it.
+
+    Returns (hub, property, object) facts: the number of nodes upstream
+    (``pg:upstreamNodeCount``), every recorded violation whose focus is one of them
+    (``pg:upstreamViolation``) and the first ``undescribed_limit`` of them that no import
+    describes (``pg:upstreamUndescribed``: neither typed nor with a source of its own). Run by
+    the check after it recorded its violations (:func:`provgraph.rules.record_check`); a trace
+    through the hub then reads these instead of walking every source. The walk is the trace's
+    own (batched, one index scan per node), so it costs about as much as tracing every source
+    once, at check time instead of at every lineage.
+    """
+    classes = _hub_classes(store)
+    if not classes:
+        return []
+    props = lineage_properties(store)
+    prop_list = ", ".join(f"<{p}>" for p in props)
+    inverse_list = ", ".join(f"<{p}>" for p in inverse_properties(store))
+    hubs = [
+        r["h"].value  # type: ignore[union-attr]
+        for r in store.select(
+            f"SELECT DISTINCT ?h WHERE {{ ?h a ?c FILTER(?c IN ({', '.join(f'<{c}>' for c in classes)})) }}"
+        )
+    ]
+    big = _big_hubs(store, hubs, classes, ", ".join(f"<{p}>" for p in props)) if hubs else set()
+    foci = _violation_foci(store)
+    facts: list[tuple[str, str, str | int]] = []
+    for hub in sorted(big):
+        seen = {hub}
+        frontier = [hub]
+        undescribed: list[str] = []
+        while frontier:
+            nxt: list[str] = []
+            for i in range(0, len(frontier), 1000):
+                values = " ".join(f"<{n}>" for n in frontier[i : i + 1000])
+                # only ?o is returned: every term a row returns is one more dictionary read
+                found = store.select(
+                    f"""SELECT DISTINCT ?o WHERE {{ VALUES ?s {{ {values} }} ?s ?p ?o .
+                          FILTER(isIRI(?o) && ?p IN ({prop_list})) }}"""
+                )
+                if inverse_list:
+                    found += store.select(
+                        f"""SELECT DISTINCT ?o WHERE {{ VALUES ?s {{ {values} }} ?o ?p ?s .
+                              FILTER(isIRI(?o) && ?p IN ({inverse_list})) }}"""
+                    )
+                if len(undescribed) < undescribed_limit:
+                    undescribed += [
+                        r["s"].value  # type: ignore[union-attr]
+                        for r in store.select(
+                            f"SELECT ?s WHERE {{ VALUES ?s {{ {values} }} FILTER NOT EXISTS {{ ?s ?p ?x }} }}"
+                        )
+                    ][: undescribed_limit - len(undescribed)]
+                for r in found:
+                    o = r["o"].value  # type: ignore[union-attr]
+                    if o not in seen:
+                        seen.add(o)
+                        nxt.append(o)
+            frontier = nxt
+        facts.append((hub, PG_NS + "upstreamNodeCount", len(seen) - 1))
+        facts += [(hub, PG_NS + "upstreamViolation", v) for v, focus in foci if focus in seen]
+        facts += [(hub, PG_NS + "upstreamUndescribed", n) for n in sorted(undescribed)]
+    return facts
+
+
+def _violation_foci(store: Store) -> list[tuple[str, str]]:
+    rows = store.select(f"""SELECT ?v ?focus WHERE {{ ?v a <{PG_NS}Violation> ; <{PG_NS}focus> ?focus }}""")
+    return [(r["v"].value, r["focus"].value) for r in rows]  # type: ignore[union-attr]
 
 
 def _inferred_statistics(store: Store, batch: list[str]) -> list[tuple[str, str, str, bool]]:
@@ -629,8 +821,9 @@ def render_tree(lineage: Lineage, base: str = "", max_children: int = 12) -> str
             key=lambda e: (e.label, lineage.nodes[e.target].label),
         )
         shown, rest = kids[:max_children], kids[max_children:]
+        hidden = sum(x.total - len(x.shown) for x in lineage.sampled if x.source == iri)
         for i, edge in enumerate(shown):
-            last = i == len(shown) - 1 and not rest
+            last = i == len(shown) - 1 and not rest and not hidden
             mark = "└── " if last else "├── "
             tag = f"{edge.label}{' (inferred)' if edge.inferred else ''}: "
             walk(edge.target, pad + mark, tag)
@@ -640,7 +833,13 @@ def render_tree(lineage: Lineage, base: str = "", max_children: int = 12) -> str
                 node_kind = (lineage.nodes[e.target].classes or ["node"])[0]
                 kinds[node_kind] = kinds.get(node_kind, 0) + 1
             summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-            out.append(f"{pad}└── ... and {len(rest)} more ({summary}); --format json lists them")
+            mark = "├── " if hidden else "└── "
+            out.append(f"{pad}{mark}... and {len(rest)} more ({summary}); --format json lists them")
+        if hidden:
+            out.append(
+                f"{pad}└── ... and {hidden:,} more sources, sampled: what lies upstream of them "
+                "was recorded by the last check (see the status)"
+            )
 
     walk(lineage.root, "", "")
     out.append("")

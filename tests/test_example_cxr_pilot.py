@@ -20,6 +20,7 @@ from statsmodels.stats.contingency_tables import cochrans_q, mcnemar
 
 from provgraph import accounting
 from provgraph.contract.sections.annotation import CHEXPERT_FINDINGS
+from provgraph.labelrows import decode
 from provgraph.llm import declared_text, sha256_text
 
 gen = generator("cxr_pilot")
@@ -145,11 +146,12 @@ def test_both_claude_conditions_executed_prompt_c(flawed: Bundle) -> None:
 
 def test_14_findings_and_5_truncated_claude_reports(flawed: Bundle) -> None:
     assert flawed.count("SELECT (COUNT(DISTINCT ?f) AS ?n) WHERE { ?e a pg:Endpoint ; pg:finding ?f }") == 14
-    (row,) = flawed.select(
-        """SELECT (COUNT(DISTINCT ?f) AS ?findings) (COUNT(?l) AS ?labels) WHERE {
-             ?l a pg:ReferenceLabel ; pg:finding ?f }"""
+    rows = flawed.select(
+        """SELECT ?order ?states WHERE {
+             ?l a pg:ReferenceLabelRow ; pg:findingOrder ?order ; pg:labelStates ?states }"""
     )
-    assert (int(row["findings"]), int(row["labels"])) == (14, 420)
+    labels = [pair for r in rows for pair in decode(r["order"], r["states"])]
+    assert (len({finding for finding, _ in labels}), len(labels)) == (14, 420)
     rows = flawed.select(
         """SELECT ?path ?chars ?max WHERE {
              ?x a pg:Extraction ; pg:maxInputChars ?max ; pg:inputChars ?chars ; prov:used/pg:path ?path .
@@ -368,7 +370,7 @@ def test_clean_lineage_of_the_published_q_is_retained(clean: Bundle) -> None:
     match = published_q_lineage(clean)
     assert (match["status"], match["truncated"]) == ("retained", False)
     classes = {c for n in match["nodes"] for c in n["classes"]}
-    assert {"statistic", "binary cell", "candidate label", "reference label"} <= classes
+    assert {"statistic", "cell grid", "candidate label row", "reference label row", "call record"} <= classes
 
 
 def test_generator_is_deterministic(flawed: Bundle, tmp_path: Path) -> None:

@@ -255,7 +255,22 @@ def record_check(store: Store, report: CheckReport) -> list[str]:
                 _write_clause(w, base, contract, clause, results, report.started, ended)
             catalog.replace(store, f"check:{clause}", uuid.uuid4().hex, nt)
         written.append(clause)
+    _record_hubs(store)
     return written
+
+
+def _record_hubs(store: Store) -> None:
+    """What lies upstream of each lineage hub, now that the violations are in the store."""
+    from provgraph.lineage import hub_summaries
+
+    facts = hub_summaries(store)
+    with tempfile.TemporaryDirectory(prefix="provgraph-check-") as tmp:
+        nt = Path(tmp) / "hubs.nt"
+        with nt.open("w", encoding="utf-8") as fh:
+            w = TripleWriter(fh)
+            for hub, prop, obj in facts:
+                w.add(IRI(hub), IRI(prop), obj if isinstance(obj, int) else IRI(obj))
+        catalog.replace(store, "check:lineage", uuid.uuid4().hex, nt)
 
 
 def _write_clause(

@@ -602,13 +602,14 @@ def grid_from_labels(store: Store, base: str, annotation: dict | None, analysis:
         notes=notes,
     )
     _count_missing(grid, store, base, plan, replicate, ref_b, ref_m, cand_b, cand_m, ref_ok)
-    _count_labelled(grid, cand_b != -1, ref_b != -1)
+    # complete means scored (a cell) under every condition; a block any label names still counts
+    _count_labelled(grid, present, (ref_b != -1) | (cand_b != -1).any(axis=1))
     return grid
 
 
 def _count_labelled(grid: CellGrid, labelled: np.ndarray, other: np.ndarray) -> None:
-    """How many of the conditions that labelled anything labelled each block (blocks with only
-    a reference label, or only ``other`` evidence, count at 0)."""
+    """How many of the conditions that scored anything scored each block (``labelled``: blocks x
+    conditions with a cell); blocks with only ``other`` evidence (a label but no cell) count at 0."""
     active = labelled.any(axis=0)
     k = labelled[:, active].sum(axis=1)
     counted = (k > 0) | other
