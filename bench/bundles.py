@@ -205,19 +205,26 @@ def draw_states(calls: int, conditions: int, seed: int = 9) -> tuple[np.ndarray,
 
 
 def write_labels(
-    root: Path, calls: int, conditions: Sequence[str], ref: np.ndarray, cand: np.ndarray
+    root: Path,
+    calls: int,
+    conditions: Sequence[str],
+    ref: np.ndarray,
+    cand: np.ndarray,
+    report_of: Callable[[int], str] | None = None,
 ) -> None:
     """``labels/labeled_reports.csv`` (the CheXpert labeller's output: report text + 14
-    findings, one row per labelled output file) and ``mimic-cxr-2.0.0-chexpert.csv`` (reference
-    labels of every case)."""
+    findings, one row per labelled output file; with ``report_of``, a ``report`` column naming
+    the output file of call ``i``, as a pipeline that records what it labelled writes it) and
+    ``mimic-cxr-2.0.0-chexpert.csv`` (reference labels of every case)."""
     k = len(conditions)
     with _open(root / "labels" / "labeled_reports.csv") as fh:
         w = csv.writer(fh, lineterminator="\n")
-        w.writerow(["Reports", *FINDINGS])
+        w.writerow(["Reports", *(["report"] if report_of else []), *FINDINGS])
         for i in range(calls):
             if defect(i):
                 continue
-            w.writerow([report_text(study(i // k), conditions[i % k]), *(CODES[s] for s in cand[i])])
+            path = [report_of(i)] if report_of else []
+            w.writerow([report_text(study(i // k), conditions[i % k]), *path, *(CODES[s] for s in cand[i])])
     with _open(root / "mimic-cxr-2.0.0-chexpert.csv") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["subject_id", "study_id", *FINDINGS])
@@ -352,7 +359,14 @@ def scale_bundle(root: Path, calls: int, pixel: bool = True, log: Callable[[str]
     t0 = time.perf_counter()
     write_cohort_tables(root, cases, patient_of)
     ref, cand = draw_states(calls, k)
-    write_labels(root, calls, CONDITIONS, ref, cand)
+    write_labels(
+        root,
+        calls,
+        CONDITIONS,
+        ref,
+        cand,
+        report_of=lambda i: f"outputs/{i // SHARD:04d}/{call_id(i, calls)}.txt",
+    )
     q, n = expected_q(calls, k, ref, cand)
     log(f"  cohort tables, labels: {time.perf_counter() - t0:.1f} s")
     if pixel:

@@ -16,8 +16,10 @@ from typing import IO
 
 import pyoxigraph as ox
 import rdflib
+import rdflib.plugins.sparql.sparql
 from rdflib.term import BNode, Literal, URIRef
 
+from provgraph.errors import StoreError
 from provgraph.sparql import inject_values
 from provgraph.store.base import Rows, Store, Term
 
@@ -55,8 +57,19 @@ class RdflibStore(Store):
         if result.type != "SELECT":  # type: ignore[attr-defined]
             raise SyntaxError("expected a SELECT query")
         names = [str(v) for v in result.vars]  # type: ignore[attr-defined]
-        rows = [{n: to_ox(row[i]) for i, n in enumerate(names)} for row in result]  # type: ignore[attr-defined]
+        try:  # rdflib evaluates lazily: its own errors surface here, and fail the rule closed
+            rows = [{n: to_ox(row[i]) for i, n in enumerate(names)} for row in result]  # type: ignore[attr-defined]
+        except rdflib.plugins.sparql.sparql.SPARQLError as err:
+            raise StoreError(f"rdflib could not evaluate the query: {type(err).__name__}: {err}") from err
         return Rows(names, rows)
+
+    def stream(
+        self, query: str, bindings: Mapping[str, Term] | None = None
+    ) -> Iterator[tuple[str | None, ...]]:
+        rows = self.select(query, bindings)
+        names = rows.variables
+        for row in rows:
+            yield tuple(None if (t := row[n]) is None else t.value for n in names)
 
     def ask(self, query: str, bindings: Mapping[str, Term] | None = None) -> bool:
         result = self._query(query, bindings)

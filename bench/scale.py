@@ -331,7 +331,7 @@ def run_size(calls: int, args: argparse.Namespace, results: dict) -> None:
     store = out / f"store-{calls}"
     shutil.rmtree(store, ignore_errors=True)
     shutil.rmtree(root / ".provgraph", ignore_errors=True)  # no hash cache: a cold first ingest
-    for step in STEPS:
+    for step in args.steps:
         lines, wall, peak, status = spawn(
             ["step", step, "--bundle", str(root), "--store", str(store), "--info", info]
         )
@@ -488,6 +488,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=HERE / "out" / "scale")
     ap.add_argument("--no-pixel", action="store_true", help="no DICOM, renderings or pixel clause")
     ap.add_argument("--keep", action="store_true", help="keep the stores")
+    ap.add_argument(
+        "--steps",
+        default=",".join(STEPS),
+        help=f"steps on the Oxigraph store, in order (default {','.join(STEPS)}; ingest is needed first)",
+    )
     args = ap.parse_args()
     if args.cmd == "step":
         return child_main(args)
@@ -495,6 +500,9 @@ def main() -> None:
         return bulkload_main(args)
     args.out.mkdir(parents=True, exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",") if s]
+    args.steps = [s for s in args.steps.split(",") if s]
+    if unknown := set(args.steps) - set(STEPS):
+        ap.error(f"unknown steps: {', '.join(sorted(unknown))}")
     args.rdflib_sizes = [int(s) for s in args.rdflib_sizes.split(",") if s]
     results = {
         "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

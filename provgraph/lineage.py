@@ -347,7 +347,9 @@ def trace(store: Store, iri: str, max_nodes: int = DEFAULT_MAX_NODES) -> Lineage
     # cross product (one lookup per node and property, 16x slower on 400-node batches)
     prop_list = ", ".join(f"<{p}>" for p in props)
     inverse = inverse_properties(store)
-    inverse_values = " ".join(f"<{p}>" for p in inverse)
+    # One query per inverse property, the property written out: Oxigraph then looks up
+    # (property, node) pairs. As a variable (FILTER IN or a second VALUES block) it scans every
+    # edge into the node, or the whole store: a million edges into an import activity at 10^6.
     seen = {iri}
     order = [iri]
     edges: list[Edge] = []
@@ -372,13 +374,12 @@ def trace(store: Store, iri: str, max_nodes: int = DEFAULT_MAX_NODES) -> Lineage
             )
             found += [(r["s"].value, r["p"].value, r["o"].value, False) for r in rows]  # type: ignore[union-attr]
         found += _inferred_statistics(store, batch)
-        if inverse_values:  # e.g. an output file comes from the call records that name it
+        for p in inverse:  # e.g. an output file comes from the call records that name it
             rows = store.select(
-                f"""SELECT DISTINCT ?s ?p ?o WHERE {{ VALUES ?s {{ {values} }}
-                      VALUES ?p {{ {inverse_values} }} ?o ?p ?s . FILTER(isIRI(?o)) }}
-                    ORDER BY ?s ?p ?o"""
+                f"""SELECT DISTINCT ?s ?o WHERE {{ VALUES ?s {{ {values} }}
+                      ?o <{p}> ?s . FILTER(isIRI(?o)) }} ORDER BY ?s ?o"""
             )
-            found += [(r["s"].value, r["p"].value, r["o"].value, False) for r in rows]  # type: ignore[union-attr]
+            found += [(r["s"].value, p, r["o"].value, False) for r in rows]  # type: ignore[union-attr]
         for s, p, o, inferred in found:
             label = inverse.get(p) if p in inverse else props.get(p, "recomputed as")
             edges.append(Edge(s, o, p, label, inferred))
@@ -507,7 +508,7 @@ def hub_summaries(store: Store, undescribed_limit: int = 20) -> list[tuple[str, 
         return []
     props = lineage_properties(store)
     prop_list = ", ".join(f"<{p}>" for p in props)
-    inverse_list = ", ".join(f"<{p}>" for p in inverse_properties(store))
+    inverse = inverse_properties(store)
     hubs = [
         r["h"].value  # type: ignore[union-attr]
         for r in store.select(
@@ -530,10 +531,10 @@ def hub_summaries(store: Store, undescribed_limit: int = 20) -> list[tuple[str, 
                     f"""SELECT DISTINCT ?o WHERE {{ VALUES ?s {{ {values} }} ?s ?p ?o .
                           FILTER(isIRI(?o) && ?p IN ({prop_list})) }}"""
                 )
-                if inverse_list:
+                for p in inverse:  # one query per property, written out (see trace)
                     found += store.select(
-                        f"""SELECT DISTINCT ?o WHERE {{ VALUES ?s {{ {values} }} ?o ?p ?s .
-                              FILTER(isIRI(?o) && ?p IN ({inverse_list})) }}"""
+                        f"""SELECT DISTINCT ?o WHERE {{ VALUES ?s {{ {values} }}
+                              ?o <{p}> ?s . FILTER(isIRI(?o)) }}"""
                     )
                 if len(undescribed) < undescribed_limit:
                     undescribed += [
@@ -754,8 +755,8 @@ def _reasons(store: Store, root: str, nodes: dict[str, Node], truncated: bool) -
         )  # type: ignore[union-attr]
     root_types = _types(store, root)
     if root_types & set(NUMBER_CLASSES):
-        classes = " ".join(f"<{c}>" for c in EVIDENCE)
-        if not store.ask(f"ASK {{ VALUES ?n {{ {values} }} VALUES ?c {{ {classes} }} ?n a ?c }}"):
+        classes = ", ".join(f"<{c}>" for c in EVIDENCE)  # FILTER IN: one type lookup per node
+        if not store.ask(f"ASK {{ VALUES ?n {{ {values} }} ?n a ?c FILTER(?c IN ({classes})) }}"):
             reasons.append(
                 Reason(
                     "unverifiable",

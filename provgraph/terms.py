@@ -133,5 +133,5 @@ class TripleWriter:
         """Write one triple; ``o`` is an :class:`IRI` or a literal value. ``None`` is skipped."""
         if o is None:
             return
-        self._write(f"<{s}> <{p}> {term(o)} .\n")
+        self._write(f"<{s}> <{p}> {f'<{o}>' if type(o) is IRI else literal(o)} .\n")
         self.count += 1

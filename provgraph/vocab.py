@@ -45,7 +45,9 @@ class _Namespace:
     def __getattr__(self, name: str) -> IRI:
         if name.startswith("_"):
             raise AttributeError(name)
-        return IRI(self._base + name)
+        iri = IRI(self._base + name)
+        setattr(self, name, iri)  # importers ask millions of times: the next lookup is a plain attribute
+        return iri
 
     def __getitem__(self, name: str) -> IRI:
         return IRI(self._base + name)
@@ -59,7 +61,9 @@ class _CheckedNamespace(_Namespace):
             raise AttributeError(name)
         if name not in defined_terms():
             raise AttributeError(f"pg:{name} is not defined in ontology/provgraph.ttl")
-        return IRI(self._base + name)
+        iri = IRI(self._base + name)
+        setattr(self, name, iri)
+        return iri
 
     def __getitem__(self, name: str) -> IRI:
         return self.__getattr__(name)
