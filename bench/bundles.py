@@ -107,6 +107,7 @@ def write_plan_calls(
     out.mkdir(parents=True, exist_ok=True)
     with _open(root / "plan.csv") as plan, _open(root / "calls.jsonl") as log:
         plan.write("call_id,case,condition,replicate\n")
+        made: Path | None = None
         for i in range(calls):
             cid, case, cond = call_id(i, calls), case_of(i // k), conditions[i % k]
             plan.write(f"{cid},{case},{cond},1\n")
@@ -129,8 +130,9 @@ def write_plan_calls(
             if not files or kind == "missing":
                 continue
             path = root / rel
-            if sharded and i % SHARD == 0:
+            if path.parent != made:  # the shard's first call may be one never run or missing
                 path.parent.mkdir(parents=True, exist_ok=True)
+                made = path.parent
             path.write_text("" if kind == "empty" else report_text(case, cond) + "\n")
 
 

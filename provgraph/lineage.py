@@ -69,7 +69,7 @@ DEFAULT_MAX_NODES = 20_000
 #: edges than this is sampled: its first :data:`HUB_SAMPLE` sources per property are traced, and
 #: what lies upstream of all of them is read from the last check (:func:`hub_summaries`). Below
 #: it, the hub is traced like any other node, source by source.
-HUB_THRESHOLD = 2_000
+HUB_THRESHOLD = 500
 HUB_SAMPLE = 3
 _INFO = [
     "label",
@@ -452,7 +452,7 @@ def _hub_reasons(store: Store, nodes: dict[str, Node], sampled: list[Sampled]) -
     seen = {(n.iri, v.rule, v.message) for n in nodes.values() for v in n.violations}
     for hub in dict.fromkeys(x.source for x in sampled):
         label = nodes[hub].label if hub in nodes else hub
-        summary = store.select(f"SELECT ?n WHERE {{ <{hub}> <{PG_NS}upstreamNodeCount> ?n }} LIMIT 1")
+        summary = store.ask(f"ASK {{ <{hub}> <{PG_NS}upstreamSummarised> true }}")
         if not summary:
             reasons.append(
                 Reason(
@@ -491,23 +491,27 @@ def _hub_reasons(store: Store, nodes: dict[str, Node], sampled: list[Sampled]) -
     return reasons
 
 
-def hub_summaries(store: Store, undescribed_limit: int = 20) -> list[tuple[str, str, str | int]]:
+def hub_summaries(
+    store: Store, undescribed_limit: int = 20, budget: int = 2_000
+) -> list[tuple[str, str, str | bool]]:
     """For every hub too large to trace source by source: what lies upstream of it.
 
-    Returns (hub, property, object) facts: the number of nodes upstream
-    (``pg:upstreamNodeCount``), every recorded violation whose focus is one of them
-    (``pg:upstreamViolation``) and the first ``undescribed_limit`` of them that no import
-    describes (``pg:upstreamUndescribed``: neither typed nor with a source of its own). Run by
-    the check after it recorded its violations (:func:`provgraph.rules.record_check`); a trace
-    through the hub then reads these instead of walking every source. The walk is the trace's
-    own (batched, one index scan per node), so it costs about as much as tracing every source
-    once, at check time instead of at every lineage.
+    Returns (hub, property, object) facts: every recorded violation whose focus lies upstream
+    of the hub (``pg:upstreamViolation``), the first ``undescribed_limit`` nodes upstream of it
+    that are referenced but described by no import (``pg:upstreamUndescribed``), and
+    ``pg:upstreamSummarised true``. Run by the check after it recorded its violations
+    (:func:`provgraph.rules.record_check`); a trace through the hub reads these instead of
+    walking every source.
+
+    The search goes downstream from the few places that matter (violation foci, undescribed
+    nodes), not upstream from the hub through every call: a focus on one call reaches the hub
+    in a handful of steps. A focus whose downstream exceeds ``budget`` nodes (a condition, a
+    prompt, an import activity) is decided by walking everything upstream of the hub once.
     """
     classes = _hub_classes(store)
     if not classes:
         return []
     props = lineage_properties(store)
-    prop_list = ", ".join(f"<{p}>" for p in props)
     inverse = inverse_properties(store)
     hubs = [
         r["h"].value  # type: ignore[union-attr]
@@ -516,43 +520,110 @@ def hub_summaries(store: Store, undescribed_limit: int = 20) -> list[tuple[str, 
         )
     ]
     big = _big_hubs(store, hubs, classes, ", ".join(f"<{p}>" for p in props)) if hubs else set()
+    if not big:
+        return []
     foci = _violation_foci(store)
-    facts: list[tuple[str, str, str | int]] = []
+    loose = _undescribed(store, props)
+    starts = sorted({f for _, f in foci} | set(loose))
+    reaches, over = _downstream_hubs(store, starts, big, props, inverse, budget)
+    walked = {hub: _upstream_walk(store, hub, props, inverse) for hub in sorted(big)} if over else {}
+    facts: list[tuple[str, str, str | bool]] = []
     for hub in sorted(big):
-        seen = {hub}
-        frontier = [hub]
-        undescribed: list[str] = []
-        while frontier:
-            nxt: list[str] = []
-            for i in range(0, len(frontier), 1000):
-                values = " ".join(f"<{n}>" for n in frontier[i : i + 1000])
-                # only ?o is returned: every term a row returns is one more dictionary read
-                found = store.select(
-                    f"""SELECT DISTINCT ?o WHERE {{ VALUES ?s {{ {values} }} ?s ?p ?o .
-                          FILTER(isIRI(?o) && ?p IN ({prop_list})) }}"""
-                )
-                for p in inverse:  # one query per property, written out (see trace)
-                    found += store.select(
-                        f"""SELECT DISTINCT ?o WHERE {{ VALUES ?s {{ {values} }}
-                              ?o <{p}> ?s . FILTER(isIRI(?o)) }}"""
-                    )
-                if len(undescribed) < undescribed_limit:
-                    undescribed += [
-                        r["s"].value  # type: ignore[union-attr]
-                        for r in store.select(
-                            f"SELECT ?s WHERE {{ VALUES ?s {{ {values} }} FILTER NOT EXISTS {{ ?s ?p ?x }} }}"
-                        )
-                    ][: undescribed_limit - len(undescribed)]
-                for r in found:
-                    o = r["o"].value  # type: ignore[union-attr]
-                    if o not in seen:
-                        seen.add(o)
-                        nxt.append(o)
-            frontier = nxt
-        facts.append((hub, PG_NS + "upstreamNodeCount", len(seen) - 1))
-        facts += [(hub, PG_NS + "upstreamViolation", v) for v, focus in foci if focus in seen]
-        facts += [(hub, PG_NS + "upstreamUndescribed", n) for n in sorted(undescribed)]
+
+        def upstream(node: str, hub: str = hub) -> bool:
+            return node in walked[hub] if node in over else hub in reaches.get(node, ())
+
+        facts.append((hub, PG_NS + "upstreamSummarised", True))
+        facts += [(hub, PG_NS + "upstreamViolation", v) for v, focus in foci if upstream(focus)]
+        facts += [(hub, PG_NS + "upstreamUndescribed", n) for n in sorted(filter(upstream, loose))][
+            :undescribed_limit
+        ]
     return facts
+
+
+def _downstream_hubs(
+    store: Store,
+    starts: list[str],
+    hubs: set[str],
+    props: dict[str, str],
+    inverse: dict[str, str],
+    budget: int,
+) -> tuple[dict[str, set[str]], set[str]]:
+    """For each start: the hubs downstream of it; and the starts whose downstream is too large."""
+    prop_list = ", ".join(f"<{p}>" for p in props)
+    cache: dict[str, list[str]] = {}
+
+    def children(n: str) -> list[str]:  # what derives from n (the lineage edges read backwards)
+        if n not in cache:
+            rows = store.select(
+                f"""SELECT ?s WHERE {{ ?s ?p <{n}> FILTER(isIRI(?s) && ?p IN ({prop_list})) }}
+                    LIMIT {budget + 1}"""
+            )
+            kids = [r["s"].value for r in rows]  # type: ignore[union-attr]
+            for q in inverse:
+                rows = store.select(
+                    f"SELECT ?o WHERE {{ <{n}> <{q}> ?o FILTER(isIRI(?o)) }} LIMIT {budget + 1}"
+                )
+                kids += [r["o"].value for r in rows]  # type: ignore[union-attr]
+            cache[n] = kids
+        return cache[n]
+
+    reaches: dict[str, set[str]] = {}
+    over: set[str] = set()
+    for start in starts:
+        seen, frontier, hit = {start}, [start], set()
+        while frontier and start not in over:
+            nxt = []
+            for n in frontier:
+                if n in hubs:
+                    hit.add(n)
+                for c in children(n):
+                    if c not in seen:
+                        seen.add(c)
+                        nxt.append(c)
+                if len(seen) > budget:
+                    over.add(start)
+                    break
+            frontier = nxt
+        reaches[start] = hit
+    return reaches, over
+
+
+def _undescribed(store: Store, props: dict[str, str]) -> list[str]:
+    """Nodes a lineage edge points at that no import describes (no triple of their own)."""
+    union = " UNION ".join(f"{{ ?s <{p}> ?o }}" for p in props)  # each an index range, not a scan
+    rows = store.select(
+        f"SELECT DISTINCT ?o WHERE {{ {union} FILTER(isIRI(?o)) FILTER NOT EXISTS {{ ?o ?q ?r }} }}"
+    )
+    return [r["o"].value for r in rows]  # type: ignore[union-attr]
+
+
+def _upstream_walk(store: Store, hub: str, props: dict[str, str], inverse: dict[str, str]) -> set[str]:
+    """Every node upstream of ``hub`` (batched, one index scan per node)."""
+    prop_list = ", ".join(f"<{p}>" for p in props)
+    seen = {hub}
+    frontier = [hub]
+    while frontier:
+        nxt: list[str] = []
+        for i in range(0, len(frontier), 1000):
+            values = " ".join(f"<{n}>" for n in frontier[i : i + 1000])
+            # only ?o is returned: every term a row returns is one more dictionary read
+            found = store.select(
+                f"""SELECT DISTINCT ?o WHERE {{ VALUES ?s {{ {values} }} ?s ?p ?o .
+                      FILTER(isIRI(?o) && ?p IN ({prop_list})) }}"""
+            )
+            for p in inverse:  # one query per property, written out (see trace)
+                found += store.select(
+                    f"""SELECT DISTINCT ?o WHERE {{ VALUES ?s {{ {values} }}
+                          ?o <{p}> ?s . FILTER(isIRI(?o)) }}"""
+                )
+            for r in found:
+                o = r["o"].value  # type: ignore[union-attr]
+                if o not in seen:
+                    seen.add(o)
+                    nxt.append(o)
+        frontier = nxt
+    return seen
 
 
 def _violation_foci(store: Store) -> list[tuple[str, str]]:
