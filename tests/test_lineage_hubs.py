@@ -90,3 +90,16 @@ def test_the_tree_says_how_many_sources_were_not_shown(
     assert f"and {total - shown:,} more sources, sampled" in text
     assert lin.to_dict()["sampled"][0]["total"] >= 50
     bundle.close()
+
+
+def test_the_downstream_search_and_the_full_walk_agree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # budget 5 sends every focus with more than five nodes downstream to the full upstream walk
+    bundle = prepare(tmp_path / "flawed", "flawed", gen.generate)
+    monkeypatch.setattr(lineage, "HUB_THRESHOLD", 50)
+    searched = lineage.hub_summaries(bundle.store)
+    walked = lineage.hub_summaries(bundle.store, budget=5)
+    assert sorted(searched) == sorted(walked)
+    assert any(p.endswith("upstreamViolation") for _, p, _ in searched)
+    bundle.close()
