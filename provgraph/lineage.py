@@ -38,6 +38,7 @@ Violations are those recorded by the last ``provgraph check`` (see
 
 from __future__ import annotations
 
+import json
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from provgraph.store.base import Store
+from provgraph.terms import IRI
 from provgraph.vocab import PG_NS, PROV_NS, RDF_NS, RDFS_NS
 
 STATUSES = ("retained", "restricted", "unverifiable", "withdrawn")
@@ -431,13 +433,17 @@ def _big_hubs(store: Store, batch: list[str], hub_classes: list[str], prop_list:
 def _sample_sources(store: Store, hub: str, props: dict[str, str]) -> list[Sampled]:
     """Per lineage property of ``hub``: how many sources, and the first few (in index order)."""
     out = []
+    # counted once by the check (pg:sourceCounts): counting a million edges here would cost more
+    # than the rest of the lineage
+    rows = store.select(f"SELECT ?j WHERE {{ <{hub}> <{PG_NS}sourceCounts> ?j }} LIMIT 1")
+    counts: dict[str, int] = json.loads(rows[0]["j"].value) if rows else {}  # type: ignore[union-attr]
     for prop, label in props.items():
         rows = store.select(f"SELECT ?o WHERE {{ <{hub}> <{prop}> ?o FILTER(isIRI(?o)) }} LIMIT {HUB_SAMPLE}")
         if not rows:
             continue
         shown = sorted(r["o"].value for r in rows)  # type: ignore[union-attr]
-        total = len(shown)
-        if total == HUB_SAMPLE:
+        total = counts.get(prop, len(shown))
+        if total == HUB_SAMPLE and prop not in counts:
             (row,) = store.select(
                 f"SELECT (COUNT(*) AS ?k) WHERE {{ <{hub}> <{prop}> ?o FILTER(isIRI(?o)) }}"
             )
@@ -493,10 +499,12 @@ def _hub_reasons(store: Store, nodes: dict[str, Node], sampled: list[Sampled]) -
 
 def hub_summaries(
     store: Store, undescribed_limit: int = 20, budget: int = 2_000
-) -> list[tuple[str, str, str | bool]]:
+) -> list[tuple[str, str, object]]:
     """For every hub too large to trace source by source: what lies upstream of it.
 
-    Returns (hub, property, object) facts: every recorded violation whose focus lies upstream
+    Returns (hub, property, object) facts (objects are :class:`~provgraph.terms.IRI` nodes or
+    literal values): how many sources the hub has per property (``pg:sourceCounts``, JSON),
+    every recorded violation whose focus lies upstream
     of the hub (``pg:upstreamViolation``), the first ``undescribed_limit`` nodes upstream of it
     that are referenced but described by no import (``pg:upstreamUndescribed``), and
     ``pg:upstreamSummarised true``. Run by the check after it recorded its violations
@@ -527,15 +535,23 @@ def hub_summaries(
     starts = sorted({f for _, f in foci} | set(loose))
     reaches, over = _downstream_hubs(store, starts, big, props, inverse, budget)
     walked = {hub: _upstream_walk(store, hub, props, inverse) for hub in sorted(big)} if over else {}
-    facts: list[tuple[str, str, str | bool]] = []
+    facts: list[tuple[str, str, object]] = []
     for hub in sorted(big):
 
         def upstream(node: str, hub: str = hub) -> bool:
             return node in walked[hub] if node in over else hub in reaches.get(node, ())
 
         facts.append((hub, PG_NS + "upstreamSummarised", True))
-        facts += [(hub, PG_NS + "upstreamViolation", v) for v, focus in foci if upstream(focus)]
-        facts += [(hub, PG_NS + "upstreamUndescribed", n) for n in sorted(filter(upstream, loose))][
+        counts = {}
+        for prop in props:
+            (row,) = store.select(
+                f"SELECT (COUNT(*) AS ?k) WHERE {{ <{hub}> <{prop}> ?o FILTER(isIRI(?o)) }}"
+            )
+            if int(row["k"].value):  # type: ignore[union-attr]
+                counts[prop] = int(row["k"].value)  # type: ignore[union-attr]
+        facts.append((hub, PG_NS + "sourceCounts", json.dumps(counts, sort_keys=True)))
+        facts += [(hub, PG_NS + "upstreamViolation", IRI(v)) for v, focus in foci if upstream(focus)]
+        facts += [(hub, PG_NS + "upstreamUndescribed", IRI(n)) for n in sorted(filter(upstream, loose))][
             :undescribed_limit
         ]
     return facts

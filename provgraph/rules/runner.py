@@ -269,7 +269,7 @@ def _record_hubs(store: Store) -> None:
         with nt.open("w", encoding="utf-8") as fh:
             w = TripleWriter(fh)
             for hub, prop, obj in facts:
-                w.add(IRI(hub), IRI(prop), obj if isinstance(obj, bool) else IRI(obj))
+                w.add(IRI(hub), IRI(prop), obj)
         catalog.replace(store, "check:lineage", uuid.uuid4().hex, nt)
 
 
