@@ -46,6 +46,34 @@ def test_failing_after_megabytes_leaves_no_graph(tmp_path: Path, late_plugin) ->
     store.close()
 
 
+def test_a_large_source_is_loaded_in_segments(tmp_path: Path, monkeypatch) -> None:
+    # one chunk (1 MiB) per bulk load: a plan of 30,000 calls (several MiB of N-Triples) takes
+    # several loads into the same staging graph, and every triple arrives exactly once
+    plan = "call_id,case,condition\n" + "".join(f"C{i},s{i // 2},{'AB'[i % 2]}\n" for i in range(30_000))
+    root = write_bundle(tmp_path / "b", {"plan.csv": plan}, PLAN_CONTRACT)
+    loads: list[str] = []
+    real = type(open_store(tmp_path / "probe")).bulk_load_stream
+    monkeypatch.setattr(catalog, "_SEGMENT", 1)
+    store = open_store(tmp_path / "store")
+    monkeypatch.setattr(
+        type(store), "bulk_load_stream", lambda self, f, g: (loads.append(g), real(self, f, g))[1]
+    )
+    _, results, _ = ingest_bundle(root, store)
+    (result,) = [r for r in results if r.rel == "plan.csv"]
+    graph = catalog.current(store, "import:plan:plan.csv").graph
+    assert loads.count(graph) > 3  # (the contract is another, smaller import)
+    assert store.quad_count(graph) == result.triples
+    assert (
+        int(
+            store.select(
+                "SELECT (COUNT(*) AS ?n) WHERE { ?c a <https://w3id.org/provgraph/ns#PlannedCall> }"
+            )[0]["n"].value
+        )
+        == 30_000
+    )
+    store.close()
+
+
 def test_a_loader_failure_fails_the_import(tmp_path: Path, monkeypatch) -> None:
     root = write_bundle(tmp_path / "b", {"plan.csv": PLAN * 1})
     store = open_store(tmp_path / "store")

@@ -94,7 +94,8 @@ class Store(ABC):
     streams_loads: bool = False
 
     def bulk_load_stream(self, ntriples: IO[bytes], graph: str) -> None:
-        """Load N-Triples from a binary stream into ``graph`` as fast as possible. Not atomic."""
+        """Load N-Triples from a binary stream into ``graph`` as fast as possible, adding to what
+        it holds (a large source arrives in several calls). Not atomic."""
         raise NotImplementedError
 
     @abstractmethod
