@@ -392,7 +392,7 @@ def trace(store: Store, iri: str, max_nodes: int = DEFAULT_MAX_NODES) -> Lineage
                 seen.add(o)
                 order.append(o)
                 queue.append(o)
-    nodes = _describe(store, order)
+    nodes = _describe(store, order, {x.source for x in sampled})
     edges = [e for e in dict.fromkeys(edges) if e.target in nodes]
     reasons = _reasons(store, iri, nodes, truncated)
     reasons += _hub_reasons(store, nodes, sampled)
@@ -704,16 +704,25 @@ def _depth(cls: str, supers: dict[str, list[str]]) -> int:
     return depth
 
 
-def _describe(store: Store, order: list[str]) -> dict[str, Node]:
+def _describe(
+    store: Store, order: list[str], hubs: frozenset[str] | set[str] = frozenset()
+) -> dict[str, Node]:
     labels, states, supers = _class_info(store)
     info: dict[str, dict[str, list[str]]] = {n: {} for n in order}
     keys = {f"{PG_NS}{p}": p for p in _INFO} | {f"{RDF_NS}type": "type", f"{RDFS_NS}label": "rdfsLabel"}
     wanted = ", ".join(f"<{p}>" for p in keys)  # FILTER IN, not a VALUES cross product (see trace)
     for i in range(0, len(order), _BATCH):
-        values = " ".join(f"<{n}>" for n in order[i : i + _BATCH])
+        batch = order[i : i + _BATCH]
+        values = " ".join(f"<{n}>" for n in batch)
+        plain = " ".join(f"<{n}>" for n in batch if n not in hubs)
         rows = store.select(
-            f"""SELECT ?n ?p ?o WHERE {{ VALUES ?n {{ {values} }} ?n ?p ?o . FILTER(?p IN ({wanted})) }}"""
+            f"""SELECT ?n ?p ?o WHERE {{ VALUES ?n {{ {plain} }} ?n ?p ?o . FILTER(?p IN ({wanted})) }}"""
         )
+        for hub in hubs.intersection(batch):
+            # a million edges out of it: each property written out, so each is one index lookup
+            # (a variable property, even bound by VALUES, scans every edge of the node)
+            union = " UNION ".join(f"{{ <{hub}> <{p}> ?o BIND(<{p}> AS ?p) }}" for p in keys)
+            rows += store.select(f"SELECT ?n ?p ?o WHERE {{ {union} BIND(<{hub}> AS ?n) }}")
         for r in rows:
             key = keys[r["p"].value]  # type: ignore[union-attr]
             info[r["n"].value].setdefault(key, []).append(r["o"].value)  # type: ignore[union-attr]
