@@ -14,7 +14,8 @@ from conftest import REPO
 @pytest.mark.slow
 def test_wheel_install_works_outside_the_repository(tmp_path: Path) -> None:
     # Build from a copy so the build leaves nothing behind in the checkout.
-    junk = (".git", ".venv", "build", "dist", "*.egg-info", ".provgraph", "demo-out", "__pycache__")
+    # "out": benchmark and example outputs, gigabytes after a scale run
+    junk = (".git", ".venv", "build", "dist", "*.egg-info", ".provgraph", "demo-out", "out", "__pycache__")
     source = shutil.copytree(REPO, tmp_path / "src", ignore=shutil.ignore_patterns(*junk))
     dist = tmp_path / "dist"
     subprocess.run(
