@@ -16,6 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bundles import write_openai_batch
+
 from provgraph import registry
 from provgraph.bundle import Bundle
 from provgraph.ingest import ingest_source
@@ -37,39 +41,8 @@ def write_bundle(root: Path, cases: int) -> int:
         '[conditions.B]\nsystem_prompt = "prompts/B.txt"\n\n'
         '[models.gpt]\nrequested = "gpt-4o"\nalias_ok = true\n'
     )
-    plan, requests, results = ["call_id,case,condition\n"], [], []
-    for i in range(cases):
-        for condition in ("A", "B"):
-            cid = f"{condition}-{i:06d}"
-            plan.append(f"{cid},s{i:06d},{condition}\n")
-            body = {
-                "model": "gpt-4o",
-                "messages": [
-                    {"role": "system", "content": SYSTEM[condition]},
-                    {"role": "user", "content": f"Study s{i:06d}: frontal chest radiograph."},
-                ],
-                "temperature": 0,
-                "max_tokens": 512,
-            }
-            requests.append(
-                json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body})
-            )
-            choice = {
-                "index": 0,
-                "finish_reason": "stop",
-                "message": {"role": "assistant", "content": "No acute findings."},
-            }
-            response = {
-                "status_code": 200,
-                "request_id": f"req_{cid}",
-                "body": {"model": "gpt-4o-2024-08-06", "choices": [choice]},
-            }
-            results.append(
-                json.dumps({"id": f"batch_req_{cid}", "custom_id": cid, "response": response, "error": None})
-            )
-    (root / "plan.csv").write_text("".join(plan))
-    (root / "batch_input.jsonl").write_text("\n".join(requests) + "\n")
-    (root / "batch_output.jsonl").write_text("\n".join(results) + "\n")
+    write_openai_batch(root, cases, SYSTEM)
+    plan = (root / "plan.csv").read_text().splitlines(keepends=True)
     minimal = [
         json.dumps({"call_id": line.split(",")[0], "status": "ok", "output": "o.txt"}) for line in plan[1:]
     ]

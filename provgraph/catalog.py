@@ -101,6 +101,11 @@ def replace(store: Store, key: str, fingerprint: str, ntriples: Path) -> str:
     except Exception:
         _discard(store, graph)
         raise
+    return _make_current(store, key, graph, fingerprint)
+
+
+def _make_current(store: Store, key: str, graph: str, fingerprint: str) -> str:
+    """Switch ``key`` to the loaded ``graph``, then drop the graph it replaces."""
     old = current(store, key)
     switch(store, key, graph, fingerprint)
     if old is not None:
@@ -129,12 +134,7 @@ def replace_from(store: Store, key: str, fingerprint: str, produce: Callable[[IO
     except BaseException:
         _discard(store, graph)
         raise
-    old = current(store, key)
-    switch(store, key, graph, fingerprint)
-    if old is not None:
-        store.drop_graph(old.graph)
-    store.flush()
-    return graph
+    return _make_current(store, key, graph, fingerprint)
 
 
 _CHUNK = 1 << 20
