@@ -176,7 +176,7 @@ def write_dicoms(root: Path, cases: Sequence[str], patient_of: dict[str, str], s
     sys.path.insert(0, str(HERE.parent / "tests"))
     from fixtures.make_images import write_dicom
 
-    from provgraph.render import render_file
+    from provgraph.capture.renderer import render_file
 
     for i, s in enumerate(cases):
         shard = f"{i // SHARD:04d}/" if sharded else ""
@@ -237,7 +237,7 @@ def write_labels(
 def expected_q(calls: int, k: int, ref: np.ndarray, cand: np.ndarray) -> tuple[float, int]:
     """Cochran's Q and n of the globally complete blocks, as the contract below defines cells
     (candidate UNCERTAIN / NOT_MENTIONED negative, reference NOT_MENTIONED negative)."""
-    from provgraph.stats.paired import cochran_q
+    from provgraph.stats.core.paired import cochran_q
 
     cases = calls // k
     usable = np.array([defect(i) is None for i in range(cases * k)]).reshape(cases, k)

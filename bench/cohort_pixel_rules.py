@@ -80,8 +80,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.environ.setdefault("PROVGRAPH_SECRET", "bench-secret-0123456789abcdef0123456789")
-    from provgraph.bundle import Bundle
-    from provgraph.ingest import ingest_paths
+    from provgraph.bundle.layout import Bundle
+    from provgraph.ingest.run import ingest_paths
     from provgraph.rules import load_rules, run_check
     from provgraph.store import open_store
 

@@ -53,10 +53,11 @@ def baseline(files: list[Path]) -> float:
 
 def importer_pass(root: Path) -> float:
     """The importer's ingest() over the already-described folder, writing N-Triples to /dev/null."""
-    from provgraph.bundle import Bundle
-    from provgraph.ingest import ImportContext, Progress, describe_source
-    from provgraph.registry import get
-    from provgraph.terms import TripleWriter
+    from provgraph.bundle.layout import Bundle
+    from provgraph.ingest.api import ImportContext, Progress
+    from provgraph.ingest.registry import get
+    from provgraph.ingest.sources import describe_source
+    from provgraph.rdf.terms import TripleWriter
 
     bundle = Bundle.open(root)
     importer = get("dicom")
@@ -71,8 +72,8 @@ def importer_pass(root: Path) -> float:
 
 
 def describe(root: Path) -> float:
-    from provgraph.bundle import Bundle
-    from provgraph.ingest import describe_source
+    from provgraph.bundle.layout import Bundle
+    from provgraph.ingest.sources import describe_source
 
     bundle = Bundle.open(root)
     t0 = time.perf_counter()
@@ -81,9 +82,9 @@ def describe(root: Path) -> float:
 
 
 def full_ingest(root: Path, store_dir: Path) -> float:
-    from provgraph.bundle import Bundle
-    from provgraph.ingest import ingest_source
-    from provgraph.registry import get
+    from provgraph.bundle.layout import Bundle
+    from provgraph.ingest.registry import get
+    from provgraph.ingest.run import ingest_source
     from provgraph.store import open_store
 
     bundle = Bundle.open(root)

@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bundles import write_openai_batch
 
-from provgraph import registry
-from provgraph.bundle import Bundle
-from provgraph.ingest import ingest_source
+from provgraph.bundle.layout import Bundle
+from provgraph.ingest import registry
+from provgraph.ingest.run import ingest_source
 from provgraph.rules import load_rules, run_check
 from provgraph.store import open_store
 

@@ -41,8 +41,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     os.environ.setdefault("PROVGRAPH_SECRET", "bench-secret-0123456789abcdef0123456789")
-    from provgraph import lineage
     from provgraph.cli import main as cli
+    from provgraph.lineage import trace as lineage
     from provgraph.store import open_store
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -20,7 +20,7 @@ import rdflib.plugins.sparql.sparql
 from rdflib.term import BNode, Literal, URIRef
 
 from provgraph.errors import StoreError
-from provgraph.sparql import inject_values
+from provgraph.rdf.sparql import inject_values
 from provgraph.store.base import Rows, Store, Term
 
 _XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
@@ -112,8 +112,8 @@ class RdflibStore(Store):
 
 def open_rdflib_store() -> RdflibStore:
     """A fresh rdflib store, set up like :func:`provgraph.store.open_store` (ontology loaded)."""
-    from provgraph.catalog import recover
     from provgraph.store import ensure_ontology
+    from provgraph.store.catalog import recover
 
     store = RdflibStore()
     recover(store)

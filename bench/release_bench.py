@@ -26,9 +26,9 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from make_release import make_bundle  # noqa: E402
 
-from provgraph.bundle import Bundle  # noqa: E402
-from provgraph.ingest import ingest_paths  # noqa: E402
-from provgraph.lineage import LINEAGE_ROOTS, resolve, trace  # noqa: E402
+from provgraph.bundle.layout import Bundle  # noqa: E402
+from provgraph.ingest.run import ingest_paths  # noqa: E402
+from provgraph.lineage.trace import LINEAGE_ROOTS, resolve, trace  # noqa: E402
 from provgraph.release.builder import write_zip  # noqa: E402
 from provgraph.rules import load_rules, record_check, run_check  # noqa: E402
 from provgraph.store import open_store  # noqa: E402

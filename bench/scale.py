@@ -65,13 +65,13 @@ def _open(backend: str, store_path: Path):
 
 def run_step(step: str, bundle_root: Path, store, info: dict) -> dict:
     """One step on an open store; returns figures (seconds is the step's own wall time)."""
-    from provgraph.bundle import Bundle
+    from provgraph.bundle.layout import Bundle
 
     bundle = Bundle.open(bundle_root)
     out: dict = {}
     t0 = time.perf_counter()
     if step in ("ingest", "reingest"):
-        from provgraph.ingest import ingest_paths
+        from provgraph.ingest.run import ingest_paths
 
         results, problems = ingest_paths(store, bundle, [bundle.root])
         out["triples"] = sum(r.triples for r in results)
@@ -110,7 +110,7 @@ def run_step(step: str, bundle_root: Path, store, info: dict) -> dict:
         out["cells"] = outcome.cells
     elif step == "lineage":
         from provgraph.cli.info import base_iri
-        from provgraph.lineage import render_tree, resolve, trace
+        from provgraph.lineage.trace import render_tree, resolve, trace
 
         base = base_iri(store)
         matches = resolve(store, info["q"], base)
@@ -121,7 +121,8 @@ def run_step(step: str, bundle_root: Path, store, info: dict) -> dict:
         out["nodes"] = [len(lin.nodes) for lin in lineages]
         out["lines"] = text.count("\n")
     elif step == "viz":
-        from provgraph import dot, views
+        from provgraph.views import dot
+        from provgraph.views import graph as views
 
         view = views.whole_graph(store)
         text = dot.to_dot(view)
@@ -130,7 +131,7 @@ def run_step(step: str, bundle_root: Path, store, info: dict) -> dict:
         out["boxes"] = len(view.boxes)
         out["dot"] = dot.dot_program() is not None
     elif step == "report":
-        from provgraph.report import ReportOptions, build_report
+        from provgraph.report.html import ReportOptions, build_report
         from provgraph.rules import load_rules, record_check, run_check
 
         check = run_check(store, load_rules())
@@ -304,7 +305,7 @@ def dump_graphs(store_path: Path, folder: Path) -> int:
     """Write each current import graph of the store as N-Triples (for the bulk-load baseline)."""
     import pyoxigraph as ox
 
-    from provgraph import catalog
+    from provgraph.store import catalog
     from provgraph.store.oxigraph import OxigraphStore
 
     shutil.rmtree(folder, ignore_errors=True)

@@ -22,8 +22,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 from identity import write_bundle  # noqa: E402  (the call-identity bench's bundle generator)
 from oxigraph_server import OxigraphServer  # noqa: E402
 
-from provgraph.bundle import Bundle  # noqa: E402
-from provgraph.ingest import ingest_paths  # noqa: E402
+from provgraph.bundle.layout import Bundle  # noqa: E402
+from provgraph.ingest.run import ingest_paths  # noqa: E402
 from provgraph.rules import load_rules, run_check  # noqa: E402
 from provgraph.store import open_store  # noqa: E402
 

@@ -38,7 +38,7 @@ def timed(fn, repeat: int = 3) -> tuple[float, object]:
 
 
 def paired_provgraph(y: np.ndarray) -> tuple:
-    from provgraph.stats import paired
+    from provgraph.stats.core import paired
 
     q = paired.cochran_q(y)
     result = paired.pairwise_complete(y)
@@ -125,7 +125,7 @@ def main() -> None:
 
 
 def _boot(successes, sizes, resamples, method):
-    from provgraph.stats.cluster import cluster_bootstrap_ratios
+    from provgraph.stats.core.cluster import cluster_bootstrap_ratios
 
     return cluster_bootstrap_ratios(successes, sizes, resamples, 7, method=method)
 

@@ -7,10 +7,10 @@ output file per record, a few of them empty or missing), ingests it into an on-d
 then measures in the same run:
 
   baseline   one pass over every quad of the store (SELECT COUNT(*) { ?s ?p ?o })
-  view       provgraph.views.whole_graph: groups, arrows, facets, violation marks
+  view       provgraph.views.graph.whole_graph: groups, arrows, facets, violation marks
   dot        DOT text + graphviz `dot -Tsvg` layout of the collapsed picture
   panels     the report's accounting queries (output states, views, blocks, statistics, claims)
-  report     (--check only) provgraph.report.build_report after a real check
+  report     (--check only) provgraph.report.html.build_report after a real check
 
 and prints each (median of --repeat runs) with its ratio to the baseline. The violations the
 view marks are the defects the generator planted (one per missing or empty output, one per
@@ -53,7 +53,7 @@ def generate(root: Path, calls: int, files: bool) -> None:
 
 def planted(calls: int, files: bool, base: str) -> list:
     """The violations the output rules find in a generated bundle, as view marks."""
-    from provgraph.views import Mark
+    from provgraph.views.graph import Mark
 
     marks = []
     for i in range(calls):
@@ -84,13 +84,14 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="run the real check and time the report too")
     args = ap.parse_args()
 
-    from provgraph import accounting, dot
-    from provgraph.bundle import Bundle
-    from provgraph.ingest import ingest_paths
-    from provgraph.report import ReportOptions, build_report
+    from provgraph.bundle.layout import Bundle
+    from provgraph.ingest.run import ingest_paths
+    from provgraph.report import accounting
+    from provgraph.report.html import ReportOptions, build_report
     from provgraph.rules import load_rules, record_check, run_check
     from provgraph.store import open_store
-    from provgraph.views import marks_from_report, whole_graph
+    from provgraph.views import dot
+    from provgraph.views.graph import marks_from_report, whole_graph
 
     tmp = None
     if args.keep:

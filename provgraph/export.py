@@ -9,10 +9,10 @@ from typing import IO
 
 import pyoxigraph as ox
 
-from provgraph import catalog
 from provgraph.errors import MissingExtraError
+from provgraph.rdf.vocab import PREFIXES, PROV_NS, RDFS_NS
+from provgraph.store import catalog
 from provgraph.store.base import Store
-from provgraph.vocab import PREFIXES, PROV_NS, RDFS_NS
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from provgraph.bundle import Bundle
-from provgraph.ingest import ingest_paths
+from provgraph.bundle.layout import Bundle
+from provgraph.ingest.run import ingest_paths
 from provgraph.store import open_store
 
 REPO = Path(__file__).resolve().parent.parent

@@ -20,9 +20,9 @@ from types import ModuleType
 import pytest
 from conftest import REPO, TEST_SECRET
 
+from provgraph.rdf.vocab import PG_NS, PROV_NS
 from provgraph.store import open_store
 from provgraph.store.base import Store
-from provgraph.vocab import PG_NS, PROV_NS
 
 PREFIXES = f"PREFIX pg: <{PG_NS}>\nPREFIX prov: <{PROV_NS}>\n"
 

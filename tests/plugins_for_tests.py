@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provgraph.bundle import Bundle
-from provgraph.ingest import LIKELY, NO, ImportContext, Importer, Source
-from provgraph.vocab import PG, RDF_TYPE
+from provgraph.bundle.layout import Bundle
+from provgraph.ingest.api import LIKELY, NO, ImportContext, Importer, Source
+from provgraph.rdf.vocab import PG, RDF_TYPE
 
 
 class _Twin(Importer):

@@ -10,10 +10,10 @@ import pyoxigraph as ox
 import pytest
 from conftest import CONTRACT, ingest_bundle, write_bundle
 
-from provgraph import labelrows
-from provgraph.bundle import Bundle
-from provgraph.ingest import plan_bundle
-from provgraph.vocab import PG_NS
+from provgraph.bundle.layout import Bundle
+from provgraph.evidence import labelrows
+from provgraph.ingest.planner import plan_bundle
+from provgraph.rdf.vocab import PG_NS
 
 FINDINGS = "No Finding,Enlarged Cardiomediastinum,Cardiomegaly,Lung Lesion,Lung Opacity,Edema,Consolidation,Pneumonia,Atelectasis,Pneumothorax,Pleural Effusion,Pleural Other,Fracture,Support Devices"  # noqa: E501
 # The CheXpert labeler's own sample output: multi-line quoted reports, 1.0/0.0/-1.0/blank.

@@ -42,7 +42,7 @@ def snapshot(store_dir: Path) -> tuple[set[str], int]:
         }
         planned = int(store.select(PLANNED)[0]["n"].value)
         # every named graph is reachable from the catalog: nothing orphaned or half-loaded
-        from provgraph import catalog
+        from provgraph.store import catalog
 
         assert set(store.named_graphs()) == {s.graph for s in catalog.slots(store)} | {catalog.CATALOG}
         return quads, planned
@@ -94,7 +94,7 @@ def test_sigkill_during_import_leaves_old_or_new_state(bundle_with_store, delay:
 
 SCRIPT = textwrap.dedent("""
     import os, sys
-    from provgraph import catalog
+    from provgraph.store import catalog
     stage = sys.argv[1]
     real_switch = catalog.switch
     def crashing_switch(*args, **kwargs):

@@ -12,8 +12,8 @@ from pathlib import Path
 from conftest import ingest_bundle
 from fixtures.make_images import build
 
+from provgraph.rdf.vocab import PG_NS
 from provgraph.rules import load_rules, run_check
-from provgraph.vocab import PG_NS
 
 STUDIES = [str(50000000 + i) for i in range(1, 31)]
 # two patients contribute two studies each: 30 studies, 28 patients

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from viewtools import generated_flawed_bundle
 
-from provgraph import dot
+from provgraph.views import dot
 
 # What Chromium needs on this kind of machine: no sandbox as root, no GPU, and nothing that
 # reaches out to the network on its own.

@@ -210,7 +210,7 @@ def test_query_forms_and_formats(cli, clean: Path) -> None:
     assert r.out.strip() == "true"
     r = cli("-C", str(clean), "query", "CONSTRUCT { ?c a pg:PlannedCall } WHERE { ?c a pg:PlannedCall }")
     assert len(list(ox.parse(r.out.encode(), format=ox.RdfFormat.N_TRIPLES))) == 4
-    rq = REPO / "queries" / "output" / "output-unplanned-record.rq"
+    rq = REPO / "provgraph" / "data" / "rules" / "output" / "output-unplanned-record.rq"
     r = cli("-C", str(clean), "query", str(rq))
     assert r.code == 0 and "0 rows" in r.out
     # query text longer than a file name may be is text, not a path (it was an internal error)

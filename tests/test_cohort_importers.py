@@ -12,12 +12,12 @@ import pytest
 from conftest import CONTRACT, ingest_bundle, write_bundle
 from fixtures.make_images import write_dicom
 
-from provgraph.bundle import Bundle
+from provgraph.bundle.layout import Bundle
+from provgraph.capture.renderer import render_file
 from provgraph.errors import ContractError
-from provgraph.ingest import plan_bundle
-from provgraph.render import render_file
-from provgraph.rendering import FORMAT
-from provgraph.vocab import PG_NS
+from provgraph.evidence.renderings import FORMAT
+from provgraph.ingest.planner import plan_bundle
+from provgraph.rdf.vocab import PG_NS
 
 PREFIX = f"PREFIX pg: <{PG_NS}>\n"
 COHORT = CONTRACT + '\n[cohort]\nallowed_splits = ["test"]\nallowed_views = ["PA", "AP"]\n'
@@ -75,8 +75,8 @@ def test_cohort_manifest(tmp_path: Path) -> None:
 def test_cohort_manifest_missing_column_fails_the_file(tmp_path: Path) -> None:
     root = write_bundle(tmp_path / "b", {"cohort.csv": "case_key,split\n1,test\n"}, COHORT)
     bundle = Bundle.open(root)
-    from provgraph.ingest import ingest_source
-    from provgraph.registry import get
+    from provgraph.ingest.registry import get
+    from provgraph.ingest.run import ingest_source
     from provgraph.store import open_store
 
     result = ingest_source(open_store(None), bundle, root / "cohort.csv", get("cohort"))

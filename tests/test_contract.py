@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from provgraph.contract import contract_schema, load_contract
+from provgraph.bundle.contract import contract_schema, load_contract
 from provgraph.errors import ContractError, InputError
-from provgraph.rules.model import CLAUSES
+from provgraph.rules.rule import CLAUSES
 
 GOOD = """[project]
 name = "pilot"
@@ -103,7 +103,7 @@ def test_unreadable_and_non_utf8(tmp_path: Path) -> None:
 
 
 def test_schema_sections_and_clauses_are_consistent() -> None:
-    from provgraph.contract.sections import section_modules
+    from provgraph.bundle.contract.sections import section_modules
 
     schema = contract_schema()
     assert schema["additionalProperties"] is False

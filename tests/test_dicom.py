@@ -20,9 +20,9 @@ from fixtures.make_images import write_dicom
 from pydicom import dcmread
 from pydicom.encaps import encapsulate
 
-from provgraph.bundle import Bundle
-from provgraph.ingest import plan_bundle
-from provgraph.vocab import PG_NS
+from provgraph.bundle.layout import Bundle
+from provgraph.ingest.planner import plan_bundle
+from provgraph.rdf.vocab import PG_NS
 
 PREFIX = f"PREFIX pg: <{PG_NS}>\n"
 
@@ -36,7 +36,7 @@ JPEG2000 = "1.2.840.10008.1.2.4.90"
 
 
 def patient_digest(raw: str, secret: str = TEST_SECRET) -> str:
-    """The documented convention, computed independently of provgraph.pseudonym."""
+    """The documented convention, computed independently of provgraph.evidence.pseudonym."""
     return hmac.new(secret.encode(), b"patient\x00" + raw.encode(), hashlib.sha256).hexdigest()
 
 

@@ -18,10 +18,10 @@ import pytest
 from examples_support import Bundle, generator, prepare
 from statsmodels.stats.contingency_tables import cochrans_q, mcnemar
 
-from provgraph import accounting
-from provgraph.contract.sections.annotation import CHEXPERT_FINDINGS
-from provgraph.labelrows import decode
-from provgraph.llm import declared_text, sha256_text
+from provgraph.bundle.contract.sections.annotation import CHEXPERT_FINDINGS
+from provgraph.evidence.identity import declared_text, sha256_text
+from provgraph.evidence.labelrows import decode
+from provgraph.report import accounting
 
 gen = generator("cxr_pilot")
 

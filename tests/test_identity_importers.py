@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import CONTRACT, PLAN_CONTRACT, ingest_bundle, write_bundle
 
-from provgraph.contract import load_contract
+from provgraph.bundle.contract import load_contract
 from provgraph.errors import ContractError
-from provgraph.llm import prompt_sha256, sha256_text
-from provgraph.vocab import PG_NS
+from provgraph.evidence.identity import prompt_sha256, sha256_text
+from provgraph.rdf.vocab import PG_NS
 
 BASE = "https://example.org/t/"
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from conftest import PLAN_CONTRACT, ingest_bundle, write_bundle
 
-from provgraph import catalog, registry
-from provgraph.bundle import Bundle
+from provgraph.bundle.layout import Bundle
 from provgraph.errors import ImporterError
-from provgraph.ingest import choose_importer, ingest_paths, plan_bundle
-from provgraph.store import open_store
+from provgraph.ingest import registry
+from provgraph.ingest.planner import choose_importer, plan_bundle
+from provgraph.ingest.run import ingest_paths
+from provgraph.store import catalog, open_store
 
 PLAN = "call_id,case,condition,replicate\nC1,s1,A,1\nC2,s1,B,1\n"
 CALLS = '{"call_id": "C1", "status": "ok", "output": "out/C1.txt"}\n'

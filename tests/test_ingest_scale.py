@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from conftest import PLAN_CONTRACT, RULE_FIXTURES, ingest_bundle, write_bundle
 
-from provgraph import bundle as bundle_module
-from provgraph import catalog, ingest, registry
-from provgraph.bundle import Bundle
+from provgraph.bundle.layout import Bundle
 from provgraph.errors import StoreError
-from provgraph.ingest import FALLBACK, ingest_paths
-from provgraph.store import open_store
+from provgraph.ingest import registry, sources
+from provgraph.ingest.api import FALLBACK
+from provgraph.ingest.run import ingest_paths
+from provgraph.store import catalog, open_store
 
 PLAN = "call_id,case,condition\nC1,s1,A\nC2,s1,B\n"
 
@@ -99,8 +99,8 @@ def test_unchanged_files_are_not_read_again(tmp_path: Path, monkeypatch) -> None
     assert (tmp_path / "store.cache" / "hashes.sqlite").is_file()
     assert not (root / ".provgraph").exists()
     read: list[Path] = []
-    real = bundle_module.sha256_file
-    monkeypatch.setattr(ingest, "sha256_file", lambda p: (read.append(p), real(p))[1])
+    real = sources.sha256_file
+    monkeypatch.setattr(sources, "sha256_file", lambda p: (read.append(p), real(p))[1])
     _, results, _ = ingest_bundle(root, store)
     assert read == [] and {r.outcome for r in results} == {"unchanged"}
     # a file rewritten with the same size and modification time is hashed again (its ctime moved)
@@ -138,8 +138,8 @@ def test_planning_lists_a_large_tree_once(tmp_path: Path, monkeypatch) -> None:
     files = {f"outputs/{i // 50:02d}/{i}.txt": "x" for i in range(500)}
     root = write_bundle(tmp_path / "b", {"plan.csv": PLAN, **files}, PLAN_CONTRACT)
     walks: list[str] = []
-    real = ingest._walk
-    monkeypatch.setattr(ingest, "_walk", lambda b, f, rel: (walks.append(rel), real(b, f, rel))[1])
+    real = Bundle._walk
+    monkeypatch.setattr(Bundle, "_walk", lambda b, f, rel: (walks.append(rel), real(b, f, rel))[1])
     store = open_store(None)
     results, problems = ingest_paths(store, Bundle.open(root), [root])
     assert walks == [".", "outputs"] and not problems  # planning once, then hashing the one tree

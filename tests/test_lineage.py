@@ -12,10 +12,10 @@ import pyoxigraph as ox
 import pytest
 from conftest import FIXTURES, ingest_bundle
 
-from provgraph import catalog
-from provgraph.lineage import STATUSES, render_dot, render_tree, resolve, status_of, trace, worst
+from provgraph.lineage.trace import STATUSES, render_dot, render_tree, resolve, status_of, trace, worst
+from provgraph.rdf.vocab import PG_NS
 from provgraph.rules import load_rules, record_check, run_check
-from provgraph.vocab import PG_NS
+from provgraph.store import catalog
 
 sys_path = str(FIXTURES)
 import sys  # noqa: E402

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from examples_support import Bundle, generator, prepare
 
-from provgraph import lineage
-from provgraph.lineage import Lineage, trace
+from provgraph.lineage import trace as lineage
+from provgraph.lineage.trace import Lineage, trace
 from provgraph.rules import load_rules, record_check, run_check
 
 gen = generator("cxr_pilot")

@@ -8,9 +8,9 @@ import pyoxigraph as ox
 import pytest
 from conftest import REPO, RULE_FIXTURES, ingest_bundle
 
-from provgraph.resources import ontology_path
+from provgraph.rdf.resources import ontology_path
+from provgraph.rdf.vocab import PG, PG_NS, RDFS_NS, defined_terms
 from provgraph.rules import load_rules, record_check, run_check
-from provgraph.vocab import PG, PG_NS, RDFS_NS, defined_terms
 
 BUNDLES = sorted(
     [p.parent for p in RULE_FIXTURES.glob("*/*/provgraph.toml")]

@@ -27,10 +27,10 @@ def test_wheel_install_works_outside_the_repository(tmp_path: Path) -> None:
     import zipfile
 
     names = zipfile.ZipFile(wheel).namelist()
-    assert "provgraph/ontology/provgraph.ttl" in names
-    assert "provgraph/queries/output/output-unplanned-record.rq" in names
+    assert "provgraph/data/ontology/provgraph.ttl" in names
+    assert "provgraph/data/rules/output/output-unplanned-record.rq" in names
     assert "provgraph/importers/plan.py" in names
-    assert not any(n.startswith(("tests/", "examples/", "importers/")) for n in names)
+    assert not any(n.startswith(("tests/", "examples/", "bench/")) for n in names)
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)

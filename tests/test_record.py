@@ -1,4 +1,4 @@
-"""provgraph.record at the request boundary, driven by in-process fake provider clients (they
+"""provgraph.capture.recorder at the request boundary, driven by in-process fake provider clients (they
 stand in for the paid remote APIs): the records it writes import cleanly, and the gate sees
 the audit's failure (two conditions sending one prompt) exactly when the harness makes it."""
 
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from conftest import ingest_bundle
 
-from provgraph.llm import prompt_sha256
-from provgraph.record import Recorder
+from provgraph.capture.recorder import Recorder
+from provgraph.evidence.identity import prompt_sha256
 from provgraph.rules import load_rules, run_check
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import ingest_bundle, write_bundle
 
-from provgraph.release import manifest as sums
-from provgraph.release.archive import ArchiveError, Limits, extract, safe_member_path, walk
+from provgraph.evidence import sha256sums as sums
+from provgraph.evidence.archive import ArchiveError, Limits, extract, safe_member_path, walk
 
 RELEASE = '[project]\nname = "t"\nbase_iri = "https://example.org/t/"\n\n[release]\ninclude = ["*.md"]\n'
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ingest_bundle, write_bundle
 
-from provgraph.release.claims import Registry, numbers
+from provgraph.evidence.claims import Registry, numbers
 from provgraph.rules import load_rules, run_check
 
 RELEASE = '[project]\nname = "t"\nbase_iri = "https://example.org/t/"\n\n[release]\ninclude = ["*.md"]\n'

@@ -16,8 +16,8 @@ from pydicom.dataset import Dataset
 from pydicom.pixels import apply_modality_lut, apply_voi, apply_windowing
 from pydicom.sequence import Sequence
 
-from provgraph.render import RenderError, render_file
-from provgraph.rendering import FORMAT, check_record
+from provgraph.capture.renderer import RenderError, render_file
+from provgraph.evidence.renderings import FORMAT, check_record
 
 
 def png(path: Path) -> np.ndarray:

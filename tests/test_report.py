@@ -18,10 +18,11 @@ from viewtools import (
     path_without_dot,
 )
 
-from provgraph import accounting, dot
-from provgraph.accounting import StatRow
-from provgraph.report import ReportOptions, anchor, build_report
+from provgraph.report import accounting
+from provgraph.report.accounting import StatRow
+from provgraph.report.html import ReportOptions, anchor, build_report
 from provgraph.rules import load_rules, run_check
+from provgraph.views import dot
 
 HAS_DOT = dot.dot_program() is not None
 

@@ -12,9 +12,9 @@ from conftest import RULE_FIXTURES, ingest_bundle, write_bundle
 from fixtures.make_images import SPEC, materialise
 
 from provgraph.errors import RuleError, UsageError
+from provgraph.rdf.vocab import PG_NS, defined_terms
 from provgraph.rules import load_rules, parse_rule, run_check
 from provgraph.rules.runner import select_rules
-from provgraph.vocab import PG_NS, defined_terms
 
 RULES = load_rules()
 RULE_IDS = [r.id for r in RULES]
@@ -146,7 +146,7 @@ def test_broken_rule_fails_closed(tmp_path: Path) -> None:
         ),
         (
             "# id: x\n# clause: pixel\n# severity: fail\n# title: t\n# remedy: r\n",
-            "must live in queries/pixel/",
+            "must live in a folder named pixel/",
         ),
     ],
 )

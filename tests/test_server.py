@@ -19,14 +19,13 @@ from conftest import REPO, RULE_FIXTURES, copy_bundle, write_bundle
 from oxigraph_server import OxigraphServer, free_port
 from test_rules import bundle
 
-from provgraph import catalog
-from provgraph.bundle import Bundle
+from provgraph.bundle.layout import Bundle
 from provgraph.errors import StoreChanged, StoreError, StoreUnavailable, UsageError
 from provgraph.export import export
-from provgraph.ingest import ingest_paths
+from provgraph.ingest.run import ingest_paths
 from provgraph.rules import load_rules, run_check
+from provgraph.store import catalog, open_store
 from provgraph.store import endpoint as endpoint_module
-from provgraph.store import open_store
 from provgraph.store.endpoint import is_server, parse_endpoint
 from provgraph.store.http import SparqlStore
 

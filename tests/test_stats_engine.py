@@ -16,11 +16,11 @@ import pytest
 from conftest import RULE_FIXTURES, copy_bundle, ingest_bundle, write_bundle
 from statsmodels.stats.contingency_tables import cochrans_q, mcnemar
 
-from provgraph import catalog
+from provgraph.rdf.vocab import PG_NS
 from provgraph.rules import load_rules, run_check
 from provgraph.stats import materialize
 from provgraph.stats.cells import build_grid
-from provgraph.vocab import PG_NS
+from provgraph.store import catalog
 
 BASE = "https://example.org/t/"
 PREFIX = f"PREFIX pg: <{PG_NS}> PREFIX prov: <http://www.w3.org/ns/prov#> "

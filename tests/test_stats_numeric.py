@@ -15,7 +15,7 @@ from scipy import stats as sps
 from statsmodels.stats.contingency_tables import cochrans_q, mcnemar
 from statsmodels.stats.multitest import multipletests
 
-from provgraph.stats import cluster, paired, reviewer
+from provgraph.stats.core import cluster, paired, verdicts
 
 binary = st.integers(2, 6).flatmap(
     lambda k: st.integers(1, 60).flatmap(lambda n: arrays(np.int8, (n, k), elements=st.integers(0, 1)))
@@ -221,15 +221,15 @@ def test_reviewer_metrics_by_hand() -> None:
     flawed = np.array([1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0], dtype=bool)
     category = np.array([0] * 6 + [1] * 6)
     verdict = np.array([1, 1, 0, 1, 0, 0, 1, -1, 0, 0, 0, 0])
-    c = reviewer.confusion(verdict, flawed)
+    c = verdicts.confusion(verdict, flawed)
     assert (c.tp, c.fn, c.fp, c.tn, c.missing) == (3, 2, 1, 5, 1)
-    m = reviewer.metrics(c)
+    m = verdicts.metrics(c)
     assert m["detection_rate"] == (3 / 5, 5)
     assert m["false_positive_rate"] == (1 / 6, 6)
     assert m["precision"] == (3 / 4, 4)
     assert m["f1"][0] == pytest.approx(2 * 0.75 * 0.6 / (0.75 + 0.6))
-    assert reviewer.category_detection(verdict, flawed, category).tolist() == [1, 0]
-    s = reviewer.summarise(verdict, flawed, category, 1000, 3)
+    assert verdicts.category_detection(verdict, flawed, category).tolist() == [1, 0]
+    s = verdicts.summarise(verdict, flawed, category, 1000, 3)
     assert s.values["category_detection_rate"] == (0.5, 2)
     assert s.ci is not None and s.ci.clusters == 2
 
@@ -237,9 +237,9 @@ def test_reviewer_metrics_by_hand() -> None:
 def test_majority_vote_and_agreement() -> None:
     script = np.array([0, 0, 0, 1, 1, 1, 2, 2])
     verdict = np.array([1, 1, 0, 0, 0, 0, 1, 0])
-    votes = reviewer.majority_vote(script, verdict, 3)
+    votes = verdicts.majority_vote(script, verdict, 3)
     assert votes.fail_votes.tolist() == [2, 0, 1]
-    assert votes.majority.tolist() == [reviewer.FAIL, reviewer.PASS, reviewer.NONE]
+    assert votes.majority.tolist() == [verdicts.FAIL, verdicts.PASS, verdicts.NONE]
     assert votes.agreement.tolist() == pytest.approx([2 / 3, 1.0, 0.5])
 
 
@@ -247,4 +247,4 @@ def test_accuracy_by_confidence_tier() -> None:
     flawed = np.array([1, 0, 0, 1], dtype=bool)
     verdict = np.array([1, 1, 0, -1])
     tiers = np.array(["HIGH", "HIGH", "LOW", "LOW"], dtype=object)
-    assert reviewer.accuracy_by_tier(verdict, flawed, tiers) == {"HIGH": (2, 1, 1), "LOW": (1, 1, 0)}
+    assert verdicts.accuracy_by_tier(verdict, flawed, tiers) == {"HIGH": (2, 1, 1), "LOW": (1, 1, 0)}

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from provgraph.sparql import inject_values
-from provgraph.terms import IRI, Lit, TripleWriter, escape_key, literal, mint
+from provgraph.rdf.sparql import inject_values
+from provgraph.rdf.terms import IRI, Lit, TripleWriter, escape_key, literal, mint
 
 BASE = "https://example.org/p/"
 keys = st.text(min_size=1, max_size=40)

@@ -10,10 +10,10 @@ import pytest
 from conftest import copy_bundle, write_bundle
 from viewtools import ACCOUNTING_TTL, EXAMPLE, example_store, load_turtle, path_without_dot
 
-from provgraph import dot
 from provgraph.errors import MissingExtraError, UsageError
-from provgraph.views import Mark, plural, subgraph, vocabulary, whole_graph
-from provgraph.vocab import PG_NS, PROV_NS
+from provgraph.rdf.vocab import PG_NS, PROV_NS
+from provgraph.views import dot
+from provgraph.views.graph import Mark, plural, subgraph, vocabulary, whole_graph
 
 PG = PG_NS
 BASE = "https://example.org/output-gate-flawed/"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pyoxigraph as ox
 from conftest import FIXTURES, REPO, copy_bundle, ingest_bundle, write_bundle
 
-from provgraph import catalog
 from provgraph.rules import load_rules, record_check, run_check
+from provgraph.store import catalog
 
 EXAMPLE = REPO / "examples" / "output_gate"
 ACCOUNTING_TTL = FIXTURES / "views" / "accounting.ttl"

@@ -60,7 +60,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from provgraph.contract.sections.annotation import CHEXPERT_FINDINGS
+from provgraph.bundle.contract.sections.annotation import CHEXPERT_FINDINGS
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "out"
@@ -311,8 +311,8 @@ def write_dicom(path: Path, s: Study) -> None:
 
 def render(root: Path, s: Study, twin: str) -> str:
     """Render the study's DICOM to rendered/<study>.png with its record; returns the PNG's sha256."""
-    from provgraph.render import render_file
-    from provgraph.rendering import sidecar_for
+    from provgraph.capture.renderer import render_file
+    from provgraph.evidence.renderings import sidecar_for
 
     image = root / "rendered" / f"{s.study_id}.png"
     image.parent.mkdir(parents=True, exist_ok=True)

@@ -227,7 +227,7 @@ def write(root: Path, rel: str, text: str) -> None:
 
 def statistic_ref(cond: Condition, metric: str) -> str:
     """The registry's reference to the statistic provgraph recomputes (relative to the base IRI)."""
-    from provgraph.terms import mint
+    from provgraph.rdf.terms import mint
 
     keys = [f"name={metric}", f"condition={cond.key}"]
     keys += ["variant=majority-vote"] if cond.runs > 1 else ["variant=single-run", "replicate=1"]

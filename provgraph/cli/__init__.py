@@ -29,7 +29,7 @@ class App:
     _stores: list = field(default_factory=list)
 
     def bundle(self, start: Path | None = None):  # -> Bundle
-        from provgraph.bundle import Bundle
+        from provgraph.bundle.layout import Bundle
 
         if self.bundle_dir is not None:
             return Bundle.open(self.bundle_dir)

@@ -12,7 +12,7 @@ from provgraph.cli import App, pass_app
 from provgraph.cli.common import out
 from provgraph.errors import EXIT_OK, EXIT_VIOLATIONS
 from provgraph.rules.formats import FORMATS
-from provgraph.rules.model import CLAUSES
+from provgraph.rules.rule import CLAUSES
 
 _STYLE = {"pass": "green", "violated": "bold red", "error": "bold magenta", "skipped": "dim"}
 _SHOWN = 20
@@ -44,7 +44,7 @@ _SHOWN = 20
 @click.option(
     "--rules-dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Rule folder to use instead of the shipped queries/ (for rule authors).",
+    help="Rule folder to use instead of the shipped rules (provgraph/data/rules/) (for rule authors).",
 )
 @click.option(
     "--all-violations", is_flag=True, help=f"List every violation (default: first {_SHOWN} per rule)."

@@ -17,7 +17,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from provgraph.ingest import Progress as ProgressHook
+from provgraph.ingest.api import Progress as ProgressHook
 
 
 def _width(stream) -> int | None:
@@ -70,7 +70,7 @@ def progress_bar(enabled: bool = True) -> Iterator[RichProgress]:
 
 
 def short(iri: str, base: str) -> str:
-    from provgraph.vocab import PREFIXES
+    from provgraph.rdf.vocab import PREFIXES
 
     if base and iri.startswith(base):
         return iri[len(base) :]

@@ -13,7 +13,7 @@ from provgraph.cli.common import out, short
 
 def base_iri(store) -> str:
     """The imported project's base IRI ('' before the contract is imported)."""
-    from provgraph.vocab import PG_NS
+    from provgraph.rdf.vocab import PG_NS
 
     rows = store.select(f"SELECT ?b WHERE {{ ?p a <{PG_NS}Project> ; <{PG_NS}baseIri> ?b }} LIMIT 1")
     return rows[0]["b"].value if rows else ""
@@ -26,7 +26,7 @@ def store_info(store) -> dict:  # store: Store
 
 
 def _store_info(store) -> dict:
-    from provgraph import catalog
+    from provgraph.store import catalog
 
     slots = catalog.slots(store)
     graphs = [{"source": s.key, "graph": s.graph, "quads": store.quad_count(s.graph)} for s in slots]

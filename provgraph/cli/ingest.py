@@ -30,7 +30,9 @@ def command(app: App, paths: tuple[Path, ...], importer_name: str | None, dry_ru
     the previous graph as it was. Bad records are listed (file:line: reason) and skipped; the
     rest still import. Exit status 2 when any record or file was rejected.
     """
-    from provgraph.ingest import ingest_paths, overlaps, plan_bundle
+    from provgraph.ingest.planner import plan_bundle
+    from provgraph.ingest.run import ingest_paths
+    from provgraph.ingest.sources import overlaps
 
     bundle = app.bundle(paths[0] if paths and app.bundle_dir is None else None)
     targets = [p.resolve() for p in paths] or [bundle.root]

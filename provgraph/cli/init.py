@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
+from provgraph.bundle.contract import CONTRACT_FILE
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import out
-from provgraph.contract import CONTRACT_FILE
 
 
 @click.command("init")
@@ -25,7 +25,7 @@ def command(app: App, folder: Path, name: str | None, base_iri: str | None) -> i
     """
     from importlib.resources import files
 
-    from provgraph.bundle import STORE_DIR, Bundle
+    from provgraph.bundle.layout import STORE_DIR, Bundle
     from provgraph.store import open_store
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -35,7 +35,7 @@ def command(app: App, folder: Path, name: str | None, base_iri: str | None) -> i
         out.print(f"{contract} already exists; leaving it as it is")
     else:
         slug = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-") or "project"
-        template = (files("provgraph.contract") / "template.toml").read_text(encoding="utf-8")
+        template = (files("provgraph.bundle.contract") / "template.toml").read_text(encoding="utf-8")
         text = template.replace("{name}", name.replace('"', "'")).replace("{slug}", slug)
         if base_iri:
             text = text.replace(f"https://example.org/{slug}/", base_iri)

@@ -29,7 +29,7 @@ from provgraph.errors import EXIT_OK, EXIT_VIOLATIONS
 @click.option(
     "--max-nodes",
     type=click.IntRange(min=1),
-    default=20_000,  # provgraph.lineage.DEFAULT_MAX_NODES (not imported: keeps start-up light)
+    default=20_000,  # provgraph.lineage.trace.DEFAULT_MAX_NODES (not imported: keeps start-up light)
     show_default=True,
     help="Stop tracing after this many nodes (the status is then at least unverifiable).",
 )
@@ -47,7 +47,7 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int) -> 
     --no-check to read the last recorded check instead.
     """
     from provgraph.cli.info import base_iri
-    from provgraph.lineage import render_dot, render_tree, resolve, trace
+    from provgraph.lineage.trace import render_dot, render_tree, resolve, trace
 
     store = app.open_store()
     if not no_check:

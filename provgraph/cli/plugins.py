@@ -13,7 +13,7 @@ from provgraph.cli.common import out
 @pass_app
 def command(app: App) -> int:
     """List importers (entry-point group provgraph.importers), built-in and third-party."""
-    from provgraph import registry
+    from provgraph.ingest import registry
 
     table = Table("name", "version", "reads", "description", box=None)
     for importer in registry.all_importers():

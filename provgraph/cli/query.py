@@ -97,10 +97,10 @@ def command(app: App, query: str, fmt: str, params: tuple[str, ...]) -> int:
     \b
     Examples:
       provgraph query 'SELECT ?c (COUNT(*) AS ?n) WHERE { ?s a ?c } GROUP BY ?c'
-      provgraph query queries/output/output-unplanned-record.rq --format json
+      provgraph query provgraph/data/rules/output/output-unplanned-record.rq --format json
       provgraph query 'SELECT * WHERE { ?r pg:callId ?id }' --param id=C001
     """
-    from provgraph.vocab import PREFIXES
+    from provgraph.rdf.vocab import PREFIXES
 
     text = query_text(query)
     form = query_form(text)

@@ -58,9 +58,9 @@ def verify_cmd(app: App, archive: Path, manifest: Path | None, no_privacy: bool)
     bombs) are refused with exit 2. Limits and privacy patterns come from the bundle's
     [release] section when run inside a bundle, else the defaults apply.
     """
-    from provgraph.bundle import find_root
-    from provgraph.release.archive import Limits
-    from provgraph.release.privacy import Scanner
+    from provgraph.bundle.layout import find_root
+    from provgraph.evidence.archive import Limits
+    from provgraph.evidence.privacy import Scanner
 
     spec = None
     if app.bundle_dir is not None or find_root(Path.cwd()) is not None:

@@ -38,8 +38,8 @@ def command(app: App, sources: tuple[Path, ...], output: Path, window: tuple[flo
     Files that cannot be rendered are listed (file: reason) and the rest are still
     rendered; the exit status is then 2.
     """
+    from provgraph.capture.renderer import RenderError, render_file
     from provgraph.importers.dicom import must_be_dicom
-    from provgraph.render import RenderError, render_file
 
     jobs: dict[Path, Path] = {}
     for source in sources:

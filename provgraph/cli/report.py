@@ -24,7 +24,7 @@ from provgraph.errors import ProvgraphError
 @click.option(
     "--rules-dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Rule folder to use instead of the shipped queries/.",
+    help="Rule folder to use instead of the shipped rules (provgraph/data/rules/).",
 )
 @pass_app
 def command(
@@ -42,7 +42,7 @@ def command(
     does), so it always shows the graph as it is now. The file is self-contained HTML with
     inline CSS and SVG: it opens offline and can be attached to a review.
     """
-    from provgraph.report import ReportOptions, build_report
+    from provgraph.report.html import ReportOptions, build_report
     from provgraph.rules import load_rules, record_check, run_check
     from provgraph.rules.formats import gate_line
 

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import out
-from provgraph.rules.model import CLAUSES
+from provgraph.rules.rule import CLAUSES
 
 
 @click.command("rules")

@@ -78,7 +78,8 @@ def command(
     The DOT file is always written; SVG and PNG need graphviz's `dot` program. Without it
     viz says how to install it and exits 0, or 2 when --format asked for svg or png.
     """
-    from provgraph import dot, views
+    from provgraph.views import dot
+    from provgraph.views import graph as views
 
     store = app.open_store()
     if target:

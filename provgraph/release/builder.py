@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from provgraph.bundle import Bundle, sha256_file
+from provgraph.bundle.layout import Bundle, sha256_file
 from provgraph.errors import EXIT_VIOLATIONS, ProvgraphError, UsageError
-from provgraph.release import manifest as sums
-from provgraph.release.archive import Limits, extract
-from provgraph.release.patterns import matcher
-from provgraph.release.privacy import Finding, Scanner
+from provgraph.evidence import sha256sums as sums
+from provgraph.evidence.archive import Limits, extract
+from provgraph.evidence.patterns import matcher
+from provgraph.evidence.privacy import Finding, Scanner
 
 MANIFEST = "SHA256SUMS"
 FILE_MODE = 0o100644
@@ -229,7 +229,7 @@ def build(bundle: Bundle, store: Any) -> tuple[Built, Any]:
     Raises :class:`ReleaseRefused` (exit 1) when an import fails, the gate fails or the
     privacy scan finds something; nothing is written then.
     """
-    from provgraph.ingest import ingest_paths
+    from provgraph.ingest.run import ingest_paths
     from provgraph.rules import load_rules, record_check, run_check
 
     spec = section(bundle)

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from provgraph import catalog
 from provgraph.errors import StoreError, StoreUnavailable, UsageError
-from provgraph.rules.model import CLAUSES, Rule
+from provgraph.rdf.terms import IRI, TripleWriter, mint
+from provgraph.rdf.vocab import PG, PG_NS, PROV, RDF_TYPE
+from provgraph.rules.rule import CLAUSES, Rule
+from provgraph.store import catalog
 from provgraph.store.base import Store
-from provgraph.terms import IRI, TripleWriter, mint
-from provgraph.vocab import PG, PG_NS, PROV, RDF_TYPE
 
 log = logging.getLogger(__name__)
 
@@ -261,7 +261,7 @@ def record_check(store: Store, report: CheckReport) -> list[str]:
 
 def _record_hubs(store: Store) -> None:
     """What lies upstream of each lineage hub, now that the violations are in the store."""
-    from provgraph.lineage import hub_summaries
+    from provgraph.lineage.trace import hub_summaries
 
     facts = hub_summaries(store)
     with tempfile.TemporaryDirectory(prefix="provgraph-check-") as tmp:

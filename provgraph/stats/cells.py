@@ -5,7 +5,7 @@ Cells come from one of two sources:
 * **labels**: a reference label and a candidate label of the same (case, finding) are each
   mapped to presence/absence by the declared endpoint, and the pair gives TP / FN / FP / TN
   (coded 1 for TP and TN, 0 for FN and FP). Labels come as label rows
-  (:mod:`provgraph.labelrows`). The candidate side is tied to its case and condition by
+  (:mod:`provgraph.evidence.labelrows`). The candidate side is tied to its case and condition by
   explicit keys on the row, or through the file it labels: the call record that names the
   file as its output, and that record's planned call.
 * **reported**: an archived confusion-cell matrix (the audit's historical route).
@@ -29,10 +29,10 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from provgraph import labelrows
+from provgraph.evidence import labelrows
+from provgraph.rdf.terms import mint
+from provgraph.rdf.vocab import PG_NS, PROV_NS
 from provgraph.store.base import Store
-from provgraph.terms import mint
-from provgraph.vocab import PG_NS, PROV_NS
 
 log = logging.getLogger(__name__)
 PREFIXES = f"PREFIX pg: <{PG_NS}>\nPREFIX prov: <{PROV_NS}>\n"
@@ -41,7 +41,7 @@ CATEGORIES = ("TP", "TN", "FN", "FP")  # category codes 0..3; TP and TN are valu
 
 
 def key_of(iri: str, base: str, kind: str) -> str:
-    """The scientific key a node IRI was minted from (inverse of :func:`provgraph.terms.mint`)."""
+    """The scientific key a node IRI was minted from (inverse of :func:`provgraph.rdf.terms.mint`)."""
     prefix = f"{base}{kind}/"
     if not iri.startswith(prefix):
         return iri
@@ -322,7 +322,7 @@ def read_patients(store: Store, base: str, case_keys: list[str]) -> dict[str, st
 @dataclass
 class Rows:
     """Label rows read from the store: IRIs, their (case, condition, replicate) targets and a
-    rows x findings matrix of state codes (:data:`provgraph.labelrows.INDEX`, -1 unlabelled)."""
+    rows x findings matrix of state codes (:data:`provgraph.evidence.labelrows.INDEX`, -1 unlabelled)."""
 
     iris: list[str]
     orders: list[str]

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from provgraph.stats import cluster, paired
+from provgraph.rdf.terms import IRI, mint
 from provgraph.stats.cells import CellGrid
-from provgraph.stats.model import Stat
-from provgraph.terms import IRI, mint
+from provgraph.stats.core import cluster, paired
+from provgraph.stats.statistic import Stat
 
 ROUTE_METHOD = {
     "globally-complete": "blocks with a cell in every condition, joined by (case, finding)",

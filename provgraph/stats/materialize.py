@@ -2,7 +2,7 @@
 
 The statistics graph (the cell grid, keyed matrices, missingness tables, statistics, review sets and
 the ``pg:recomputedAs`` links from reported values) is derived from every imported graph. It
-is replaced atomically like an import (:func:`provgraph.catalog.replace`) under the key
+is replaced atomically like an import (:func:`provgraph.store.catalog.replace`) under the key
 ``analysis:statistics``; its fingerprint is the fingerprints of all import slots, so it is
 recomputed exactly when an input or the contract changed. ``provgraph check`` calls
 :func:`refresh` before the rules when the analysis clause is in force; ``provgraph stats``
@@ -19,12 +19,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from provgraph import catalog
-from provgraph.contract.load import apply_defaults
-from provgraph.contract.sections import analysis as analysis_section
+from provgraph.bundle.contract.load import apply_defaults
+from provgraph.bundle.contract.sections import analysis as analysis_section
+from provgraph.rdf.terms import IRI, TripleWriter, mint
+from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
 from provgraph.stats.cells import PREFIXES, build_grid, key_of
 from provgraph.stats.compute import CellResults, compute
-from provgraph.stats.model import (
+from provgraph.stats.reviews import ReviewResults, reviewer_statistics
+from provgraph.stats.statistic import (
     ADJUSTMENT_ALIASES,
     NAME_ALIASES,
     ROUTE_ALIASES,
@@ -34,10 +36,8 @@ from provgraph.stats.model import (
     StatIndex,
     canonical,
 )
-from provgraph.stats.reviews import ReviewResults, reviewer_statistics
+from provgraph.store import catalog
 from provgraph.store.base import Store
-from provgraph.terms import IRI, TripleWriter, mint
-from provgraph.vocab import PG, PROV, RDF_TYPE
 
 log = logging.getLogger(__name__)
 

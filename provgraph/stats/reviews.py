@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from provgraph.stats import reviewer
+from provgraph.rdf.terms import IRI, mint
 from provgraph.stats.cells import PREFIXES, key_of
-from provgraph.stats.cluster import seed_for
-from provgraph.stats.model import Stat
+from provgraph.stats.core import verdicts
+from provgraph.stats.core.cluster import seed_for
+from provgraph.stats.statistic import Stat
 from provgraph.store.base import Store
-from provgraph.terms import IRI, mint
 
 METRIC_METHOD = {
     "detection_rate": "flawed scripts flagged FAIL / flawed scripts with a verdict",
@@ -93,7 +93,7 @@ def reviewer_statistics(store: Store, base: str, analysis: dict) -> ReviewResult
         cond = key_of(r["condition"].value, base, "condition")  # type: ignore[union-attr]
         run = int(r["replicate"].value) if r["replicate"] else 1  # type: ignore[union-attr]
         verdict = r["verdict"].value.strip().upper() if r["verdict"] else ""  # type: ignore[union-attr]
-        code = reviewer.FAIL if verdict == "FAIL" else reviewer.PASS if verdict == "PASS" else reviewer.NONE
+        code = verdicts.FAIL if verdict == "FAIL" else verdicts.PASS if verdict == "PASS" else verdicts.NONE
         confidence = r["confidence"].value.strip().upper() if r["confidence"] else ""  # type: ignore[union-attr]
         by_condition[cond][run][case] = (r["review"].value, code, confidence)  # type: ignore[union-attr]
     if unkeyed:
@@ -129,7 +129,7 @@ def reviewer_statistics(store: Store, base: str, analysis: dict) -> ReviewResult
             stats += _summary(
                 cond, "pooled-runs", None, verdict, flawed[idx], category[idx], rset, resamples, seed, level
             )
-            votes = reviewer.majority_vote(idx, verdict, len(scripts))
+            votes = verdicts.majority_vote(idx, verdict, len(scripts))
             present = np.flatnonzero(np.bincount(idx, minlength=len(scripts)) > 0)
             stats += _summary(
                 cond,
@@ -149,7 +149,7 @@ def reviewer_statistics(store: Store, base: str, analysis: dict) -> ReviewResult
                 per_script.members = [
                     runs[run][case][0]
                     for run in runs
-                    if case in runs[run] and runs[run][case][1] != reviewer.NONE
+                    if case in runs[run] and runs[run][case][1] != verdicts.NONE
                 ]
                 per_script.members.append(key[case][0])
                 sets.append(per_script)
@@ -164,9 +164,9 @@ def reviewer_statistics(store: Store, base: str, analysis: dict) -> ReviewResult
                     (
                         "majority_verdict_fail",
                         1.0
-                        if votes.majority[p] == reviewer.FAIL
+                        if votes.majority[p] == verdicts.FAIL
                         else 0.0
-                        if votes.majority[p] == reviewer.PASS
+                        if votes.majority[p] == verdicts.PASS
                         else float("nan"),
                         "1 when more than half of the runs said FAIL, 0 when fewer, undefined on a tie",
                     ),
@@ -187,10 +187,10 @@ def reviewer_statistics(store: Store, base: str, analysis: dict) -> ReviewResult
         idx = np.array([script_code[s] for s, _ in all_rows], dtype=np.int64)
         verdict = np.array([v[1] for _, v in all_rows], dtype=np.int64)
         tiers = np.array([v[2] for _, v in all_rows], dtype=object)
-        for tier, (n, correct, fps) in reviewer.accuracy_by_tier(verdict, flawed[idx], tiers).items():
+        for tier, (n, correct, fps) in verdicts.accuracy_by_tier(verdict, flawed[idx], tiers).items():
             tset = ReviewSet(mint(base, "review-set", cond, "confidence", tier))
-            tset.members = [v[0] for _, v in all_rows if v[2] == tier and v[1] != reviewer.NONE]
-            tset.members += sorted({key[s][0] for s, v in all_rows if v[2] == tier and v[1] != reviewer.NONE})
+            tset.members = [v[0] for _, v in all_rows if v[2] == tier and v[1] != verdicts.NONE]
+            tset.members += sorted({key[s][0] for s, v in all_rows if v[2] == tier and v[1] != verdicts.NONE})
             sets.append(tset)
             stats.append(
                 Stat(
@@ -216,7 +216,7 @@ def reviewer_statistics(store: Store, base: str, analysis: dict) -> ReviewResult
                     inputs=(tset.iri,),
                 )
             )
-        missing = int((verdict == reviewer.NONE).sum())
+        missing = int((verdict == verdicts.NONE).sum())
         stats.append(
             Stat(
                 "reviews_without_verdict",
@@ -232,18 +232,18 @@ def reviewer_statistics(store: Store, base: str, analysis: dict) -> ReviewResult
 def _set(base, cond, variant, run, values, key, scripts) -> ReviewSet:
     keys = [cond, variant] + ([f"run={run}"] if run is not None else [])
     rset = ReviewSet(mint(base, "review-set", *keys))
-    rset.members = [v[0] for v in values if v[1] != reviewer.NONE]
-    rset.members += sorted({key[s][0] for s, v in zip(scripts, values, strict=True) if v[1] != reviewer.NONE})
+    rset.members = [v[0] for v in values if v[1] != verdicts.NONE]
+    rset.members += sorted({key[s][0] for s, v in zip(scripts, values, strict=True) if v[1] != verdicts.NONE})
     return rset
 
 
 def _summary(cond, variant, run, verdict, flawed, category, rset, resamples, seed, level) -> list[Stat]:
-    summary = reviewer.summarise(
+    summary = verdicts.summarise(
         verdict, flawed, category, resamples, seed_for(seed, cond, variant, run), level
     )
     out = []
     where = VARIANT_TEXT[variant] + (f" {run}" if run is not None else "")
-    names = [*reviewer.METRICS, "category_detection_rate"]
+    names = [*verdicts.METRICS, "category_detection_rate"]
     for col, name in enumerate(names):
         value, n = summary.values[name]
         common = {"variant": variant, "replicate": run, "conditions": (cond,), "inputs": (rset.iri,)}

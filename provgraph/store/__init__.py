@@ -17,7 +17,7 @@ def open_store(location: str | Path | None) -> Store:
     import that was killed before it switched) are removed, so readers only ever see
     complete imports. A server is also checked to keep unfinished imports out of queries.
     """
-    from provgraph.catalog import recover
+    from provgraph.store.catalog import recover
     from provgraph.store.endpoint import is_server
 
     if location is None or str(location) == ":memory:":
@@ -49,8 +49,8 @@ def ensure_ontology(store: Store) -> None:
 
     import pyoxigraph as ox
 
-    from provgraph import catalog
-    from provgraph.resources import ontology_path
+    from provgraph.rdf.resources import ontology_path
+    from provgraph.store import catalog
 
     path = ontology_path()
     digest = hashlib.sha256(path.read_bytes()).hexdigest()

@@ -2,7 +2,7 @@
 
 Importers, rules, statistics and views only talk to a :class:`Store`. Queries see the union
 of all named graphs as their default graph; which graphs exist (and which are current) is
-managed by :mod:`provgraph.catalog` on top of these primitives, so a SPARQL 1.1 server can be
+managed by :mod:`provgraph.store.catalog` on top of these primitives, so a SPARQL 1.1 server can be
 added as another backend without touching importers or rules.
 """
 

@@ -28,10 +28,10 @@ from urllib.parse import urlencode, urlsplit
 
 import pyoxigraph as ox
 
-from provgraph.catalog import CATALOG
 from provgraph.errors import StoreChanged, StoreError, StoreUnavailable
-from provgraph.sparql import inject_values
+from provgraph.rdf.sparql import inject_values
 from provgraph.store.base import Store, Term
+from provgraph.store.catalog import CATALOG
 from provgraph.store.endpoint import Endpoint
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class SparqlStore(Store):
         return [r["g"].value for r in rows if isinstance(r["g"], ox.NamedNode)]
 
     def dump(self, out: IO[bytes], fmt: ox.RdfFormat, graph: str | None = None) -> None:
-        from provgraph.vocab import PREFIXES
+        from provgraph.rdf.vocab import PREFIXES
 
         graphs = [graph] if graph is not None else self._dataset()
         quads = []
@@ -177,7 +177,7 @@ class SparqlStore(Store):
     # -- requests ------------------------------------------------------------------------
 
     def _current_graphs(self) -> list[str]:
-        from provgraph.vocab import PG_NS
+        from provgraph.rdf.vocab import PG_NS
 
         rows = self._select_raw(
             f"SELECT DISTINCT ?g WHERE {{ GRAPH <{CATALOG}> {{ ?slot <{PG_NS}graph> ?g }} }}", [CATALOG]

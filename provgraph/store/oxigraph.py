@@ -10,7 +10,7 @@ from typing import IO
 import pyoxigraph as ox
 
 from provgraph.errors import StoreError
-from provgraph.sparql import inject_values
+from provgraph.rdf.sparql import inject_values
 from provgraph.store.base import Store, Term
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class OxigraphStore(Store):
         return [g.value for g in self._ox.named_graphs() if isinstance(g, ox.NamedNode)]
 
     def dump(self, out: IO[bytes], fmt: ox.RdfFormat, graph: str | None = None) -> None:
-        from provgraph.vocab import PREFIXES
+        from provgraph.rdf.vocab import PREFIXES
 
         kwargs: dict[str, object] = {}
         if graph is not None:

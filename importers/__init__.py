@@ -1,1 +1,0 @@
-"""Built-in importers, one module per source format (installed as ``provgraph.importers``)."""

@@ -1,1 +1,0 @@
-"""The provgraph vocabulary (``provgraph.ttl``), shipped as package data."""

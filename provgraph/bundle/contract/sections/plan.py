@@ -1,0 +1,131 @@
+"""``[plan]``: the planned call matrix. Its presence puts the output clause in force.
+
+Either an explicit plan file (``file``, default ``plan.csv``: call_id, case, condition,
+replicate), or the matrix ``cases`` x ``conditions`` x ``replicates`` written here, whose call
+ids are ``<condition>--<case>--<replicate>`` (the ``custom_id`` a batch request must carry).
+``decoding`` states the settings every call must record (temperature, top_p, max_tokens,
+seed).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from provgraph.ingest.api import ImportContext
+
+NAME = "plan"
+CLAUSES: tuple[str, ...] = ("output",)
+_KEY = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "The planned calls every terminal record is reconciled against.",
+    "properties": {
+        "file": {
+            "type": "string",
+            "minLength": 1,
+            "default": "plan.csv",
+            "description": "Plan CSV (call_id, case, condition, replicate), relative to the bundle; "
+            "not read when the matrix (cases) is given.",
+        },
+        "replicates": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Replicates planned per case and condition.",
+        },
+        "cases": {
+            "type": "array",
+            "items": _KEY,
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "Case keys of the call matrix (instead of a plan file).",
+        },
+        "conditions": {
+            "type": "array",
+            "items": _KEY,
+            "minItems": 1,
+            "uniqueItems": True,
+            "description": "Condition keys of the call matrix (default: every [conditions] key).",
+        },
+        "decoding": {
+            "type": "object",
+            "description": "Decoding settings every call must record.",
+            "properties": {
+                "temperature": {"type": "number", "minimum": 0},
+                "top_p": {"type": "number", "minimum": 0, "maximum": 1},
+                "max_tokens": {"type": "integer", "minimum": 1},
+                "seed": {"type": "integer"},
+            },
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
+
+
+def plan_file(section: dict[str, Any] | None) -> str | None:
+    """The plan CSV the section names (``plan.csv`` by default), None for a matrix plan."""
+    if section is None or "cases" in section:
+        return None
+    return section.get("file", "plan.csv")
+
+
+def matrix_conditions(section: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    return list(section.get("conditions") or (data.get("conditions") or {}).keys())
+
+
+def call_id(condition: str, case: str, replicate: int) -> str:
+    """Call id of one cell of the matrix (a batch request's custom_id)."""
+    return f"{condition}--{case}--{replicate}"
+
+
+def check(section: dict[str, Any], data: dict[str, Any]) -> list[tuple[list[str], str]]:
+    if "cases" not in section:
+        if "conditions" in section:
+            return [([NAME, "conditions"], "conditions of the matrix need cases too")]
+        return []
+    if "file" in section:
+        return [([NAME, "cases"], "give either a plan file or the matrix (cases), not both")]
+    if not matrix_conditions(section, data):
+        return [([NAME, "cases"], "the matrix needs conditions: list them here or declare [conditions]")]
+    return []
+
+
+def write(section: dict[str, Any], ctx: ImportContext) -> None:
+    from provgraph.rdf.vocab import PG, RDF_TYPE
+
+    add = ctx.add
+    plan = ctx.iri("plan", "main")
+    add(plan, RDF_TYPE, PG.CallPlan)
+    add(plan, PG.contract, ctx.contract_iri)
+    file = plan_file(section)
+    if file:
+        add(plan, PG.planFile, ctx.file_iri(file))
+    add(plan, PG.replicates, section.get("replicates"))
+    decoding = section.get("decoding") or {}
+    for key, prop in (("temperature", PG.temperature), ("top_p", PG.topP)):
+        if key in decoding:
+            add(plan, prop, float(decoding[key]))
+    for key, prop in (("max_tokens", PG.maxTokens), ("seed", PG.seed)):
+        add(plan, prop, decoding.get(key))
+    if "cases" not in section:
+        return
+    conditions = matrix_conditions(section, ctx.bundle.contract.data)
+    for case in section["cases"]:
+        add(ctx.iri("case", case), RDF_TYPE, PG.Case)
+        add(ctx.iri("case", case), PG.key, case)
+    for condition in conditions:
+        add(ctx.iri("condition", condition), RDF_TYPE, PG.Condition)
+        add(ctx.iri("condition", condition), PG.key, condition)
+    for condition in conditions:
+        for case in section["cases"]:
+            for replicate in range(1, section.get("replicates", 1) + 1):
+                cid = call_id(condition, case, replicate)
+                node = ctx.iri("call", cid)
+                add(node, RDF_TYPE, PG.PlannedCall)
+                add(node, PG.callId, cid)
+                add(node, PG.case, ctx.iri("case", case))
+                add(node, PG.condition, ctx.iri("condition", condition))
+                add(node, PG.replicate, replicate)
+                add(node, PG.inPlan, plan)
+                add(node, PG.sourceFile, ctx.source_iri)

@@ -1,0 +1,190 @@
+"""``[release]``: what is released and the registry every released text must agree with.
+
+Its presence puts the release clause in force. Keys:
+
+- ``include`` / ``exclude``: the whitelist (globs relative to the bundle) `provgraph release
+  build` packs; ``name``, ``version``, ``output`` and ``epoch`` name the archive, the folder it
+  is written to and the fixed timestamp of every entry.
+- ``derived``: globs of derived artifacts (figures, tables) that must have a build record.
+- ``texts``: globs of the texts whose numbers become claims (also applied to archive members).
+- ``archives``: globs of archives that must carry a closed ``SHA256SUMS`` manifest.
+- ``values``: the registry of values: ``name`` (statistic name), ``value`` as written,
+  ``status`` (current, superseded, withdrawn), ``aliases`` (Q for cochran_q), ``statistic``
+  (IRI of the pg:Statistic that recomputes it, relative to the base IRI).
+- ``entities``: canonical names (``canonical`` and stale ``variants``) and counts (``count``
+  written before one of ``nouns``: "5 models").
+- ``privacy``: the scan of everything released (``dicom``, built-in ``defaults``, extra
+  ``patterns`` by name, ``allow`` expressions that clear a match).
+- ``limits``: archive reading limits (members, bytes per member, total bytes, ratio).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from provgraph.ingest.api import ImportContext
+
+NAME = "release"
+CLAUSES: tuple[str, ...] = ("release",)
+
+_GLOBS: dict[str, Any] = {"type": "array", "items": {"type": "string", "minLength": 1}}
+_IRI_REF = r"^[^\s<>\"{}|\\^`]+$"
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "The release: whitelist, derived artifacts, registry, privacy and limits.",
+    "properties": {
+        "name": {
+            "type": "string",
+            "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+            "description": "archive base name (letters, digits, '.', '_', '-')",
+        },
+        "version": {
+            "type": "string",
+            "pattern": r"^[A-Za-z0-9][A-Za-z0-9._+-]*$",
+            "description": "release version (letters, digits, '.', '_', '+', '-')",
+        },
+        "include": {**_GLOBS, "default": [], "description": "Whitelist of released paths (globs)."},
+        "exclude": {**_GLOBS, "default": [], "description": "Globs removed from the whitelist."},
+        "derived": {**_GLOBS, "default": [], "description": "Derived artifacts that need a build record."},
+        "texts": {
+            **_GLOBS,
+            "default": ["*.md", "*.markdown", "*.tex"],
+            "description": "Texts whose numbers become claims.",
+        },
+        "archives": {
+            **_GLOBS,
+            "default": ["*.zip", "*.tar", "*.tar.gz", "*.tgz"],
+            "description": "Archives that must carry a closed SHA256SUMS manifest.",
+        },
+        "output": {
+            "type": "string",
+            "minLength": 1,
+            "default": "dist",
+            "description": "Folder (relative to the bundle) the release is written to.",
+        },
+        "epoch": {
+            "type": "string",
+            "default": "1980-01-01T00:00:00",
+            "pattern": r"^(19[89]\d|2\d{3})-\d\d-\d\dT\d\d:\d\d:\d\d$",
+            "description": "fixed entry timestamp YYYY-MM-DDTHH:MM:SS, 1980 or later",
+        },
+        "values": {
+            "type": "array",
+            "default": [],
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "value": {"type": ["string", "number"]},
+                    "status": {"enum": ["current", "superseded", "withdrawn"], "default": "current"},
+                    "aliases": {**_GLOBS, "default": []},
+                    "statistic": {
+                        "type": "string",
+                        "pattern": _IRI_REF,
+                        "description": "an IRI (absolute, or relative to base_iri) without spaces",
+                    },
+                },
+                "required": ["name", "value"],
+                "additionalProperties": False,
+            },
+        },
+        "entities": {
+            "type": "array",
+            "default": [],
+            "items": {
+                "type": "object",
+                "properties": {
+                    "key": {"type": "string", "minLength": 1},
+                    "canonical": {"type": "string", "minLength": 1},
+                    "variants": {**_GLOBS, "default": []},
+                    "count": {"type": "integer", "minimum": 0},
+                    "nouns": {**_GLOBS, "default": []},
+                },
+                "required": ["key"],
+                "anyOf": [{"required": ["canonical"]}, {"required": ["count", "nouns"]}],
+                "additionalProperties": False,
+            },
+        },
+        "privacy": {
+            "type": "object",
+            "default": {},
+            "properties": {
+                "dicom": {"type": "boolean", "default": True},
+                "defaults": {"type": "boolean", "default": True},
+                "patterns": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string", "minLength": 1},
+                    "default": {},
+                },
+                "allow": {**_GLOBS, "default": []},
+            },
+            "additionalProperties": False,
+        },
+        "limits": {
+            "type": "object",
+            "default": {},
+            "properties": {
+                "max_members": {"type": "integer", "minimum": 1},
+                "max_member_bytes": {"type": "integer", "minimum": 1},
+                "max_total_bytes": {"type": "integer", "minimum": 1},
+                "max_ratio": {"type": "number", "exclusiveMinimum": 1},
+            },
+            "additionalProperties": False,
+        },
+    },
+    "additionalProperties": False,
+}
+
+
+def statistic_iri(base: str, ref: str) -> str:
+    """A registry ``statistic`` reference as an absolute IRI."""
+    return ref if ":" in ref.split("/")[0] else base + ref
+
+
+def write(section: dict[str, Any], ctx: ImportContext) -> None:
+    import contextlib
+    from decimal import Decimal, InvalidOperation
+
+    from provgraph.evidence.claims import normal_text
+    from provgraph.evidence.patterns import glob_regex
+    from provgraph.rdf.terms import IRI
+    from provgraph.rdf.vocab import PG, RDF_TYPE
+
+    add = ctx.add
+    spec = ctx.iri("release", "main")
+    add(spec, RDF_TYPE, PG.ReleaseSpec)
+    add(spec, PG.contract, ctx.contract_iri)
+    add(spec, PG.name, section.get("name"))
+    add(spec, PG.version, section.get("version"))
+    for glob in section.get("include", []):
+        add(spec, PG.includePattern, glob_regex(glob))
+    for glob in section.get("derived", []):
+        add(spec, PG.derivedPattern, glob_regex(glob))
+    for glob in section.get("archives", []):
+        add(spec, PG.archivePattern, glob_regex(glob))
+    for v in section.get("values", []):
+        text = str(v["value"])
+        node = ctx.iri("registry-value", v["name"], normal_text(text))
+        add(node, RDF_TYPE, PG.RegistryValue)
+        add(node, PG.contract, ctx.contract_iri)
+        add(node, PG.statName, v["name"])
+        add(node, PG.text, text)
+        number = text.rstrip("%").split("/")[0].replace(",", "").strip()
+        with contextlib.suppress(InvalidOperation):
+            add(node, PG.value, Decimal(number))
+        add(node, PG.registryStatus, v.get("status", "current"))
+        for alias in v.get("aliases", []):
+            add(node, PG.alias, alias)
+        if v.get("statistic"):
+            add(node, PG.recomputedAs, IRI(statistic_iri(ctx.base, v["statistic"])))
+    for e in section.get("entities", []):
+        node = ctx.iri("entity", e["key"])
+        add(node, RDF_TYPE, PG.RegistryEntity)
+        add(node, PG.contract, ctx.contract_iri)
+        add(node, PG.key, e["key"])
+        add(node, PG.name, e.get("canonical"))
+        add(node, PG.count, e.get("count"))
+        for variant in e.get("variants", []):
+            add(node, PG.variant, variant)

@@ -1,5 +1,0 @@
-"""The contract: the bundle's declared intended state (``provgraph.toml``)."""
-
-from provgraph.contract.load import CONTRACT_FILE, Contract, contract_schema, load_contract
-
-__all__ = ["CONTRACT_FILE", "Contract", "contract_schema", "load_contract"]

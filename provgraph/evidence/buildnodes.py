@@ -1,0 +1,123 @@
+"""Build-record nodes shared by the ``dvclock`` and ``buildrecord`` importers.
+
+A build is a ``pg:Build`` activity: each output file ``prov:wasGeneratedBy`` it, it
+``prov:used`` each input and ``pg:script`` its script. What the record says about each file
+(its hash at build time) is a ``pg:BuildInput`` / ``pg:BuildOutput`` node, so the release rules
+can compare recorded and current bytes.
+
+Records that give MD5 (dvc) are translated to SHA-256 at import: when the file's current MD5
+equals the recorded one, the current SHA-256 *is* the recorded file's SHA-256 and is stored
+as ``pg:recordedSha256``; when it differs (or the file is missing) no recorded SHA-256 exists
+and the input is stale. (Changing only the input later is still caught: the translated hash
+no longer equals the file's current SHA-256.)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from provgraph.rdf.terms import IRI
+from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
+
+if TYPE_CHECKING:
+    from provgraph.ingest.api import ImportContext
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A file as a build record lists it."""
+
+    path: str
+    sha256: str | None = None
+    md5: str | None = None
+    size: int | None = None
+
+
+def _md5s(data: bytes) -> set[str]:
+    """MD5 of the bytes, and of the bytes with CRLF turned into LF (dvc 2's text hash)."""
+    found = {hashlib.md5(data, usedforsecurity=False).hexdigest()}
+    if b"\x00" not in data[:8000] and b"\r\n" in data:
+        found.add(hashlib.md5(data.replace(b"\r\n", b"\n"), usedforsecurity=False).hexdigest())
+    return found
+
+
+def _bundle_rel(ctx: ImportContext, base: str, path: str) -> str | None:
+    joined = posixpath.normpath(posixpath.join(base, path)) if not path.startswith("/") else path
+    return ctx.bundle_rel(joined)
+
+
+def _describe(ctx: ImportContext, node: IRI, item: Recorded, rel: str | None) -> None:
+    add = ctx.add
+    add(node, PG.path, rel or item.path)
+    add(node, PG.byteSize, item.size)
+    if item.sha256:
+        add(node, PG.recordedSha256, item.sha256.lower())
+        add(node, PG.hashAlgorithm, "sha256")
+        return
+    if not item.md5:
+        return
+    add(node, PG.recordedMd5, item.md5)
+    if item.md5.endswith(".dir"):
+        add(node, PG.hashAlgorithm, "md5-dir")
+        return
+    add(node, PG.hashAlgorithm, "md5")
+    target = ctx.bundle.resolve(rel) if rel else None
+    if target is None or not target.is_file():
+        return
+    data = target.read_bytes()
+    current = hashlib.sha256(data).hexdigest()
+    add(node, PG.sha256AtImport, current)
+    if item.md5.lower() in _md5s(data):
+        add(node, PG.recordedSha256, current)
+
+
+def write_build(
+    ctx: ImportContext,
+    key: str,
+    line: int | None,
+    base: str,
+    inputs: list[Recorded],
+    outputs: list[Recorded],
+    script: Recorded | None = None,
+    command: str | None = None,
+    parameters: Any = None,
+    time: dt.datetime | None = None,
+) -> IRI:
+    """Emit one build with its recorded inputs, script and outputs; returns the build IRI."""
+    add = ctx.add
+    build = ctx.iri("build", ctx.source.rel, key)
+    add(build, RDF_TYPE, PG.Build)
+    add(build, PG.name, key)
+    add(build, PG.command, command)
+    if parameters not in (None, {}, []):
+        add(build, PG.parameters, json.dumps(parameters, sort_keys=True, default=str))
+    add(build, PROV.endedAtTime, time)
+    add(build, PG.sourceFile, ctx.source_iri)
+    add(build, PG.sourceLine, line)
+    roles = [("input", i) for i in inputs] + ([("script", script)] if script else [])
+    for role, item in roles:
+        rel = _bundle_rel(ctx, base, item.path)
+        file_node = ctx.file_iri(rel) if rel else ctx.iri("external", item.path)
+        node = ctx.iri("build-input", ctx.source.rel, key, item.path)
+        add(node, RDF_TYPE, PG.BuildInput)
+        add(node, PG.build, build)
+        add(node, PG.role, role)
+        add(node, PG.file, file_node)
+        _describe(ctx, node, item, rel)
+        add(build, PG.script if role == "script" else PROV.used, file_node)
+    for item in outputs:
+        rel = _bundle_rel(ctx, base, item.path)
+        file_node = ctx.file_iri(rel) if rel else ctx.iri("external", item.path)
+        node = ctx.iri("build-output", ctx.source.rel, key, item.path)
+        add(node, RDF_TYPE, PG.BuildOutput)
+        add(node, PG.build, build)
+        add(node, PG.role, "output")
+        add(node, PG.file, file_node)
+        _describe(ctx, node, item, rel)
+        add(file_node, PROV.wasGeneratedBy, build)
+    return build

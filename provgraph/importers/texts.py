@@ -1,0 +1,47 @@
+"""Manuscripts and texts (LaTeX, Markdown, plain text) named by ``[release].texts``.
+
+Every number a reader would take as a claim (``Q = 154.73``, ``26/45``, ``17%``, ``0.90``)
+becomes a ``pg:Claim`` with its value as written, precision, the name next to it, the
+denominator it is stated over, the line it is on, file and line number. A claim whose text
+equals a registry value of the contract points at it (``pg:registryValue``); every registry
+entity written on a line (a model name, "5 models") becomes a ``pg:Mention``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from provgraph.bundle.layout import Bundle
+from provgraph.evidence.claimnodes import emit_text, is_latex
+from provgraph.evidence.claims import Registry
+from provgraph.evidence.patterns import matcher
+from provgraph.ingest.api import LIKELY, NO, ImportContext, Importer, Source
+
+
+class TextsImporter(Importer):
+    name = "texts"
+    version = "2"
+    description = (
+        "manuscripts and texts named by release.texts: numbers as claims, registry names as mentions"
+    )
+    handles = "file"
+    uses_sections = ("release",)
+
+    def detect(self, path: Path, bundle: Bundle) -> int:
+        section = bundle.contract.section("release")
+        if section is None:
+            return NO
+        texts = matcher(section.get("texts", []))
+        return LIKELY if texts and texts.match(bundle.relpath(path)) else NO
+
+    def ingest(self, source: Source, ctx: ImportContext) -> None:
+        data = source.path.read_bytes()
+        text = data.decode("utf-8-sig", errors="surrogateescape")
+        registry = Registry(ctx.bundle.contract.section("release"))
+        lines = enumerate(text.splitlines(), start=1)
+        count = emit_text(
+            ctx, lines, ctx.source_iri, tuple(source.rel.split("/")), is_latex(source.rel), registry
+        )
+        for _ in range(count):
+            ctx.record()
+        ctx.advance(len(data))

@@ -1,0 +1,150 @@
+"""Planning: which importer reads which path of a bundle (explicit choice, contract, detection)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from provgraph.bundle.layout import Bundle
+from provgraph.errors import ImporterError
+from provgraph.ingest import registry
+from provgraph.ingest.api import FALLBACK, NO, Importer, Problem
+
+log = logging.getLogger(__name__)
+
+
+def choose_importer(path: Path, bundle: Bundle, explicit: str | None = None) -> Importer:
+    """The importer for ``path``: an explicit name wins, then the contract, then detection.
+
+    Detection asks every importer; the best score wins and a tie is an error that lists the
+    candidates. No parser is tried-and-swallowed.
+    """
+    rel = bundle.relpath(path)
+    name = explicit or bundle.importer_override(rel)
+    if name:
+        importer = registry.get(name)
+        if not importer.accepts(path):
+            kind = "folder" if path.is_dir() else "file"
+            raise ImporterError(f"{rel}: importer {name!r} does not read a {kind}")
+        return importer
+    best = _detect(path, bundle)
+    if not best:
+        raise ImporterError(f"{rel}: no importer recognises this path")
+    if len(best) > 1:
+        raise ImporterError(
+            f"{rel}: several importers match equally well ({', '.join(i.name for i in best)}); "
+            "choose one with --importer or [ingest].importers in the contract"
+        )
+    return best[0]
+
+
+def _detect(path: Path, bundle: Bundle, minimum: int = FALLBACK) -> list[Importer]:
+    scores: list[tuple[int, Importer]] = []
+    is_dir = path.is_dir()
+    suffix = path.suffix.lower()
+    for importer in registry.all_importers():
+        if type(importer).accepts is Importer.accepts:  # the usual case: one stat, not one per importer
+            if importer.handles != "any" and (importer.handles == "directory") != is_dir:
+                continue
+        elif not importer.accepts(path):
+            continue
+        if not is_dir and importer.suffixes is not None and suffix not in importer.suffixes:
+            continue
+        try:
+            score = importer.detect(path, bundle)
+        except Exception:  # detection only sniffs; a failure there means "not mine"
+            log.debug("importer %s failed to detect %s", importer.name, path, exc_info=True)
+            score = NO
+        if score >= minimum:
+            scores.append((score, importer))
+    if not scores:
+        return []
+    top = max(s for s, _ in scores)
+    return [i for s, i in scores if s == top]
+
+
+def plan_bundle(
+    bundle: Bundle, start: Path | None = None, overrides: dict[str, str] | None = None
+) -> tuple[list[tuple[Path, Importer]], list[Problem]]:
+    """Decide which importer reads which path under ``start`` (default: the whole bundle).
+
+    A folder that an importer claims is read whole. Otherwise its files are offered one by
+    one; a folder in which nothing is claimed becomes one tree source of the fallback
+    importer, and unclaimed loose files become single-file sources of it. ``overrides`` maps
+    bundle paths to importer names and wins like ``[ingest].importers``.
+    """
+    with bundle.listed():
+        return _plan(bundle, start, overrides)
+
+
+def _plan(
+    bundle: Bundle, start: Path | None, overrides: dict[str, str] | None
+) -> tuple[list[tuple[Path, Importer]], list[Problem]]:
+    problems: list[Problem] = []
+    fallback = registry.get("files")
+    overrides = overrides or {}
+    start = (start or bundle.root).resolve()
+
+    def claim(path: Path) -> Importer | None:
+        rel = bundle.relpath(path)
+        try:
+            override = overrides.get(rel) or bundle.importer_override(rel)
+            if override:
+                return choose_importer(path, bundle, override)
+            best = _detect(path, bundle, minimum=FALLBACK + 1)
+        except ImporterError as err:
+            problems.append(Problem(rel, None, str(err).split(": ", 1)[-1]))
+            return None
+        if len(best) > 1:
+            names = ", ".join(i.name for i in best)
+            problems.append(
+                Problem(
+                    rel,
+                    None,
+                    f"several importers match equally well ({names}); choose one in [ingest].importers",
+                )
+            )
+            return None
+        return best[0] if best else None
+
+    def visit(folder: Path) -> tuple[list[tuple[Path, Importer]], list[Path], bool]:
+        claims: list[tuple[Path, Importer]] = []
+        leftovers: list[Path] = []
+        flagged = False
+        for child in sorted(folder.iterdir()):
+            if bundle.excluded(bundle.relpath(child)) or (
+                child.is_symlink() and not child.resolve().is_relative_to(bundle.root)
+            ):
+                continue
+            before = len(problems)
+            chosen = claim(child)
+            if chosen is not None:
+                claims.append((child, chosen))
+            elif len(problems) > before:
+                flagged = True
+            elif child.is_dir():
+                sub_claims, sub_left, sub_flagged = visit(child)
+                if sub_claims or sub_flagged:
+                    claims += sub_claims
+                    leftovers += sub_left
+                    flagged = flagged or sub_flagged
+                elif sub_left:
+                    leftovers.append(child)  # nothing inside is claimed: read it as one tree
+            elif child.is_file():
+                leftovers.append(child)
+        return claims, leftovers, flagged
+
+    if start.is_file():
+        try:
+            name = overrides.get(bundle.relpath(start))
+            return [(start, choose_importer(start, bundle, name))], problems
+        except ImporterError as err:
+            return [], [Problem(bundle.relpath(start), None, str(err).split(": ", 1)[-1])]
+    first = claim(start) if start != bundle.root else None
+    if first is not None:
+        return [(start, first)], problems
+    claims, leftovers, _ = visit(start)
+    claims += [(p, fallback) for p in leftovers]
+    # The contract goes first: everything else is minted under its base IRI.
+    claims.sort(key=lambda c: (c[1].name != "contract", bundle.relpath(c[0])))
+    return claims, problems

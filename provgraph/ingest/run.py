@@ -1,0 +1,247 @@
+"""Running an import: one source read by one importer into its own named graph, swapped in
+atomically; and bringing the store in line with a bundle.
+
+An import reads one *source* (a file, or a folder read as a whole) with one importer and
+writes one named graph: the importer's triples plus a ``pg:Import`` activity that
+``prov:used`` the source (path, sha256, size) and is associated with the importer (name,
+version). The graph is swapped in atomically (see :mod:`provgraph.store.catalog`); importing the
+same bytes again with the same importer and contract settings is a no-op.
+
+Importers report bad records with :meth:`ImportContext.problem` and carry on; a fatal
+:class:`~provgraph.errors.InputError` abandons the source and leaves its old graph in place.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import pyoxigraph as ox
+
+from provgraph.bundle.layout import Bundle
+from provgraph.errors import InputError, ProvgraphError, StoreUnavailable
+from provgraph.ingest.api import ImportContext, Importer, Problem, Progress, Source
+from provgraph.ingest.planner import choose_importer, plan_bundle
+from provgraph.ingest.sources import (
+    HashCache,
+    describe_source,
+    fingerprint,
+    hash_cache_dir,
+    overlaps,
+    source_key,
+    split_source_key,
+)
+from provgraph.rdf.terms import TripleWriter
+from provgraph.rdf.vocab import PG, PG_NS, PROV, RDF_TYPE
+from provgraph.store import catalog
+from provgraph.store.base import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ImportResult:
+    """What happened to one source."""
+
+    rel: str
+    importer: str
+    outcome: Literal["imported", "unchanged", "failed", "removed"]
+    records: int = 0
+    triples: int = 0
+    seconds: float = 0.0
+    problems: list[Problem] = field(default_factory=list)
+    error: str | None = None
+
+
+def ingest_source(
+    store: Store,
+    bundle: Bundle,
+    path: Path,
+    importer: Importer,
+    progress: Progress | None = None,
+    hashes: HashCache | None = None,
+) -> ImportResult:
+    """Import one source atomically. Never raises for bad input: the result says what failed.
+    A store that cannot be reached raises :class:`StoreUnavailable` (the import is not done).
+    ``hashes`` remembers file digests between ingests (see :class:`HashCache`)."""
+    progress = progress or Progress()
+    rel = bundle.relpath(path)
+    t0 = time.perf_counter()
+    try:
+        size_hint = path.stat().st_size if path.is_file() else None
+        progress.start(f"hashing {rel}", size_hint if size_hint is not None else None)
+        source = describe_source(bundle, path, progress, hashes)
+        progress.finish()
+        fp = fingerprint(bundle, source, importer)
+        key = source_key(importer, rel)
+        slot = catalog.current(store, key)
+        if slot is not None and slot.fingerprint == fp:
+            return ImportResult(
+                rel,
+                importer.name,
+                "unchanged",
+                seconds=time.perf_counter() - t0,
+                problems=recorded_problems(store, slot.graph),
+            )
+        state: dict[str, Any] = {}
+
+        def produce(fh: IO[str]) -> None:
+            writer = TripleWriter(fh)
+            ctx = ImportContext(bundle, source, importer, writer, progress)
+            state["writer"], state["ctx"] = writer, ctx
+            started = dt.datetime.now(dt.UTC).replace(microsecond=0)
+            progress.start(f"reading {rel}", source.size)
+            log.info("reading %s with importer %s", rel, importer.name)
+            _run_importer(importer, source, ctx)
+            progress.finish()
+            _write_import(ctx, key, started)
+
+        # the store loads while the importer writes (see catalog.replace_from)
+        catalog.replace_from(store, key, fp, produce)
+        writer, ctx = state["writer"], state["ctx"]
+        log.info("loaded %d triples from %s and switched to the new graph", writer.count, rel)
+        return ImportResult(
+            rel,
+            importer.name,
+            "imported",
+            records=ctx.records,
+            triples=writer.count,
+            seconds=time.perf_counter() - t0,
+            problems=ctx.problems,
+        )
+    except StoreUnavailable:  # the server is gone: every other source would wait for it too
+        progress.finish()
+        raise
+    except ProvgraphError as err:
+        progress.finish()
+        return ImportResult(rel, importer.name, "failed", error=str(err), seconds=time.perf_counter() - t0)
+
+
+def _run_importer(importer: Importer, source: Source, ctx: ImportContext) -> None:
+    try:
+        importer.ingest(source, ctx)
+    except ProvgraphError:
+        raise
+    except Exception as err:  # a crashing importer must not leave a traceback or a half graph
+        log.debug("importer %s crashed on %s", importer.name, source.rel, exc_info=True)
+        raise InputError(
+            source.rel,
+            f"importer {importer.name!r} failed: {type(err).__name__}: {err} (run with -v for details)",
+        ) from err
+
+
+def _write_import(ctx: ImportContext, key: str, started: dt.datetime) -> None:
+    add, src, imp = ctx.add, ctx.source, ctx.import_iri
+    importer = ctx.importer
+    agent = ctx.iri("importer", importer.name, importer.version)
+    ended = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    add(imp, RDF_TYPE, PG.Import)
+    add(imp, PROV.used, ctx.source_iri)
+    add(imp, PROV.wasAssociatedWith, agent)
+    add(imp, PROV.startedAtTime, started)
+    add(imp, PROV.endedAtTime, ended)
+    add(imp, PG.sourceKey, key)
+    add(imp, PG.recordCount, ctx.records)
+    add(imp, PG.problemCount, len(ctx.problems))
+    add(agent, RDF_TYPE, PG.Importer)
+    add(agent, PG.name, importer.name)
+    add(agent, PG.version, importer.version)
+    node = ctx.source_iri
+    add(node, RDF_TYPE, PG.SourceTree if src.kind == "tree" else PG.SourceFile)
+    add(node, PG.path, src.rel)
+    add(node, PG.sha256, src.sha256)
+    add(node, PG.byteSize, src.size)
+    if src.kind == "tree":
+        add(node, PG.memberCount, len(src.members))
+    for i, p in enumerate(ctx.problems):
+        problem = ctx.iri("problem", importer.name, src.rel, str(i + 1))
+        add(problem, RDF_TYPE, PG.ImportProblem)
+        add(problem, PROV.wasGeneratedBy, imp)
+        add(problem, PG.sourceFile, ctx.file_iri(p.path))
+        add(problem, PG.sourceLine, p.line)
+        add(problem, PG.message, p.reason)
+
+
+def recorded_problems(store: Store, graph: str) -> list[Problem]:
+    """Problems an earlier import of the same bytes recorded (reported again on a no-op)."""
+    rows = store.select(
+        f"""PREFIX pg: <{PG_NS}>
+        SELECT ?g ?path ?line ?msg WHERE {{ GRAPH ?g {{
+            ?p a pg:ImportProblem ; pg:sourceFile ?f ; pg:message ?msg .
+            ?f pg:path ?path . OPTIONAL {{ ?p pg:sourceLine ?line }} }} }}
+        ORDER BY ?line""",
+        {"g": ox.NamedNode(graph)},
+    )
+    return [
+        Problem(r["path"].value, int(r["line"].value) if r["line"] else None, r["msg"].value)  # type: ignore[union-attr]
+        for r in rows
+    ]
+
+
+def ingest_paths(
+    store: Store,
+    bundle: Bundle,
+    paths: Iterable[Path],
+    importer_name: str | None = None,
+    progress: Progress | None = None,
+    on_result: Callable[[ImportResult], None] | None = None,
+) -> tuple[list[ImportResult], list[Problem]]:
+    """Bring the store in line with ``paths`` (files or folders; the root means everything).
+
+    The bundle is always planned as a whole, so a path is read by the same importer and as
+    part of the same source whichever path the user names; then the planned sources that
+    overlap ``paths`` are imported (each atomically) and imports in that scope that no longer
+    correspond to a planned source (deleted files, a folder that is now read differently)
+    are removed. ``importer_name`` reads each named path with that importer.
+    """
+    targets = [bundle.relpath(p) for p in paths] or ["."]
+    overrides = {t: importer_name for t in targets} if importer_name else {}
+    if importer_name:
+        for t in targets:
+            choose_importer(bundle.resolve(t), bundle, importer_name)  # fail early on misuse
+    plan, problems = plan_bundle(bundle, None, overrides)
+    selected = [(p, i) for p, i in plan if any(overlaps(bundle.relpath(p), t) for t in targets)]
+    problems = [p for p in problems if any(overlaps(p.path, t) for t in targets)]
+    for t in targets:
+        if (
+            t != "."
+            and not any(overlaps(bundle.relpath(p), t) for p, _ in selected)
+            and not any(overlaps(p.path, t) for p in problems)
+        ):
+            problems.append(Problem(t, None, "not imported: hidden, or excluded by [ingest].exclude"))
+    results = []
+    hashes = HashCache(hash_cache_dir(store))
+    try:
+        for path, importer in selected:
+            result = ingest_source(store, bundle, path, importer, progress, hashes)
+            results.append(result)
+            if on_result:
+                on_result(result)
+    finally:
+        hashes.close()
+    planned = {source_key(i, bundle.relpath(p)) for p, i in plan}
+    for slot in catalog.slots(store):
+        parts = split_source_key(slot.key)
+        if parts is None or slot.key in planned:
+            continue
+        if any(overlaps(parts[1], t) for t in targets):
+            catalog.remove(store, slot.key)
+            result = ImportResult(parts[1], parts[0], "removed")
+            results.append(result)
+            if on_result:
+                on_result(result)
+    return results, problems
+
+
+def describe_importer(importer: Importer) -> dict[str, Any]:
+    return {
+        "name": importer.name,
+        "version": importer.version,
+        "handles": importer.handles,
+        "description": importer.description,
+    }

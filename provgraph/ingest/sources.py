@@ -1,0 +1,163 @@
+"""Sources: hashing a file or a folder's files (with a hash cache beside the store), the no-op
+fingerprint of an import, and the catalog keys of imports."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+from pathlib import Path
+
+from provgraph.bundle.layout import Bundle, sha256_file
+from provgraph.errors import InputError
+from provgraph.ingest.api import Importer, Member, Progress, Source, tree_rels
+from provgraph.store.base import Store
+
+log = logging.getLogger(__name__)
+
+#: Bumped when the framework's own triples change shape, so old imports are redone.
+FRAMEWORK_VERSION = "1"
+
+
+def describe_source(
+    bundle: Bundle, path: Path, progress: Progress | None = None, hashes: HashCache | None = None
+) -> Source:
+    """Hash a file, or every file in a folder, to identify the source's exact bytes.
+
+    ``hashes`` remembers the digests of files whose size, times and inode have not changed
+    since they were last hashed, so re-ingesting an unchanged bundle reads no file twice.
+    """
+    rel = bundle.relpath(path)
+    hashes = hashes or HashCache(None)
+    if path.is_file():
+        digest, size = hashes.sha256(path, rel)
+        return Source(path, rel, "file", digest, size)
+    if not path.is_dir():
+        raise InputError(path, "no such file or folder")
+    members = []
+    root = os.fspath(bundle.root)
+    for member in tree_rels(bundle, path):
+        digest, size = hashes.sha256(Path(root, member), member)
+        members.append(Member(member, digest, size))
+        if progress:
+            progress.advance(size)
+    # The tree digest is the SHA-256 of its SHA256SUMS-style manifest.
+    manifest = "".join(f"{m.sha256}  {m.rel}\n" for m in members).encode()
+    return Source(
+        path,
+        rel,
+        "tree",
+        hashlib.sha256(manifest).hexdigest(),
+        sum(m.size for m in members),
+        tuple(members),
+    )
+
+
+def hash_cache_dir(store: Store) -> Path | None:
+    """Beside an on-disk store (``.provgraph/`` for the default one), never inside the bundle
+    when the store lives elsewhere: a bundle may be read-only or under version control."""
+    path = getattr(store, "path", None)
+    return Path(path).parent / f"{Path(path).name}.cache" if path is not None else None
+
+
+class HashCache:
+    """SHA-256 of files by (bundle path, size, mtime_ns, ctime_ns, inode), kept beside the
+    store (``.provgraph/store.cache/hashes.sqlite``) so that an unchanged file is not read again.
+
+    A file whose bytes change gets a new ctime (which no program can set back), so a stale
+    entry is never used. ``None`` as the folder keeps nothing.
+    """
+
+    def __init__(self, folder: Path | None) -> None:
+        self._db = None
+        self._pending: list[tuple] = []
+        if folder is None:
+            return
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(folder / "hashes.sqlite")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS hashes (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER, "
+                "ctime INTEGER, inode INTEGER, sha256 TEXT)"
+            )
+        except (OSError, sqlite3.Error) as err:  # a read-only bundle: hash without remembering
+            log.info("no hash cache in %s: %s", folder, err)
+            self._db = None
+
+    def sha256(self, path: Path, rel: str) -> tuple[str, int]:
+        if self._db is None:
+            return sha256_file(path)
+        try:
+            st = path.stat()
+        except OSError as err:
+            raise InputError(path, f"cannot read: {err.strerror or err}") from err
+        key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        row = self._db.execute(
+            "SELECT size, mtime, ctime, inode, sha256 FROM hashes WHERE path = ?", (rel,)
+        ).fetchone()
+        if row is not None and tuple(row[:4]) == key:
+            return row[4], st.st_size
+        digest, size = sha256_file(path)
+        self._pending.append((rel, *key, digest))
+        if len(self._pending) >= 10_000:
+            self.commit()
+        return digest, size
+
+    def commit(self) -> None:
+        if self._db is None or not self._pending:
+            return
+        try:
+            with self._db:
+                self._db.executemany("INSERT OR REPLACE INTO hashes VALUES (?, ?, ?, ?, ?, ?)", self._pending)
+        except sqlite3.Error as err:
+            log.info("could not update the hash cache: %s", err)
+        self._pending.clear()
+
+    def close(self) -> None:
+        self.commit()
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+def fingerprint(bundle: Bundle, source: Source, importer: Importer) -> str:
+    """What must be equal for a re-import to be a no-op."""
+    sections = {s: bundle.contract.section(s) for s in importer.uses_sections}
+    key = {
+        "framework": FRAMEWORK_VERSION,
+        "source": source.sha256,
+        "path": source.rel,
+        "importer": importer.name,
+        "version": importer.version,
+        "base_iri": bundle.contract.base_iri,
+        "sections": sections,
+    }
+    extra = importer.state_key(source)
+    if extra is not None:
+        key["state"] = extra
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+
+
+IMPORT_PREFIX = "import:"
+
+
+def source_key(importer: Importer, rel: str) -> str:
+    """Catalog key of an import: one current graph per (importer, path)."""
+    return f"{IMPORT_PREFIX}{importer.name}:{rel}"
+
+
+def split_source_key(key: str) -> tuple[str, str] | None:
+    """(importer, path) of an import's catalog key; None for other slots (checks, ontology)."""
+    if not key.startswith(IMPORT_PREFIX):
+        return None
+    name, _, rel = key[len(IMPORT_PREFIX) :].partition(":")
+    return name, rel
+
+
+def overlaps(a: str, b: str) -> bool:
+    """Whether two bundle paths are the same or one contains the other."""
+    if a == "." or b == ".":
+        return True
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")

@@ -1,0 +1,121 @@
+"""Rule files: ``data/rules/<clause>/<rule-id>.rq``, a SPARQL SELECT with a metadata header.
+
+The header is a block of ``# key: value`` comment lines before the query (so the file is
+plain SPARQL that any tool can run). Indented ``#`` lines continue the previous value::
+
+    # id: output-planned-without-terminal
+    # clause: output
+    # severity: fail
+    # title: Planned call has no terminal record
+    # remedy: Re-run the call or record why it is missing ...
+    # requires: pg:PlannedCall, pg:CallRecord
+
+The query returns one row per violation, projecting at least ``?focus`` (the node the
+violation is about) and ``?message`` (one sentence a researcher understands).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from provgraph.errors import RuleError
+from provgraph.rdf.resources import queries_dir
+from provgraph.rdf.vocab import PG_NS
+
+CLAUSES = ("cohort", "pixel", "prompt", "model", "output", "annotation", "analysis", "release")
+SEVERITIES = ("fail", "restrict", "info")
+_REQUIRED = ("id", "clause", "severity", "title", "remedy")
+_OPTIONAL = ("requires",)
+_ID = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    clause: str
+    severity: str
+    title: str
+    remedy: str
+    query: str
+    path: Path
+    requires: tuple[str, ...] = field(default=())
+
+    @property
+    def blocks_gate(self) -> bool:
+        return self.severity == "fail"
+
+
+def parse_rule(path: Path, text: str | None = None) -> Rule:
+    """Parse one rule file; a bad header is a :class:`RuleError` naming file and line."""
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise RuleError(f"{path}: cannot read rule file: {err}") from err
+    meta: dict[str, str] = {}
+    last: str | None = None
+    body_start = 0
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
+        if not line.startswith("#"):
+            body_start = number - 1
+            break
+        content = line[1:]
+        match = re.match(r"^ ?([a-z]+):\s*(.*)$", content)
+        if match and not content.startswith("  "):
+            key, value = match.group(1), match.group(2).strip()
+            if key not in _REQUIRED + _OPTIONAL:
+                raise RuleError(f"{path}:{number}: unknown header key {key!r}")
+            if key in meta:
+                raise RuleError(f"{path}:{number}: header key {key!r} given twice")
+            meta[key] = value
+            last = key
+        elif content.strip() and last is not None and content.startswith("  "):
+            meta[last] += " " + content.strip()
+        elif content.strip():
+            raise RuleError(f"{path}:{number}: header lines are '# key: value' (got {line!r})")
+    else:
+        body_start = len(lines)
+    missing = [k for k in _REQUIRED if not meta.get(k)]
+    if missing:
+        raise RuleError(f"{path}:1: rule header lacks {', '.join(missing)}")
+    if meta["id"] != path.stem:
+        raise RuleError(f"{path}:1: id {meta['id']!r} must equal the file name {path.stem!r}")
+    if not _ID.match(meta["id"]):
+        raise RuleError(f"{path}:1: id {meta['id']!r} must be lower-case words joined by '-'")
+    if meta["clause"] not in CLAUSES:
+        raise RuleError(f"{path}:1: unknown clause {meta['clause']!r} (one of {', '.join(CLAUSES)})")
+    if path.parent.name != meta["clause"]:
+        raise RuleError(f"{path}:1: a {meta['clause']} rule must live in a folder named {meta['clause']}/")
+    if meta["severity"] not in SEVERITIES:
+        raise RuleError(f"{path}:1: unknown severity {meta['severity']!r} (one of {', '.join(SEVERITIES)})")
+    requires = tuple(
+        PG_NS + r.strip().removeprefix("pg:") for r in meta.get("requires", "").split(",") if r.strip()
+    )
+    query = "\n".join(lines[body_start:]).strip()
+    if not query:
+        raise RuleError(f"{path}: no query after the header")
+    return Rule(
+        id=meta["id"],
+        clause=meta["clause"],
+        severity=meta["severity"],
+        title=meta["title"],
+        remedy=meta["remedy"],
+        query=query,
+        path=path,
+        requires=requires,
+    )
+
+
+def load_rules(root: Path | None = None) -> list[Rule]:
+    """Every rule under ``root`` (default: the shipped ``data/rules/``), ordered by clause and id."""
+    root = root or queries_dir()
+    rules = [parse_rule(p) for p in sorted(root.glob("*/*.rq"))]
+    seen: dict[str, Path] = {}
+    for rule in rules:
+        if rule.id in seen:
+            raise RuleError(f"{rule.path}: rule id {rule.id!r} also used by {seen[rule.id]}")
+        seen[rule.id] = rule.path
+    return sorted(rules, key=lambda r: (CLAUSES.index(r.clause), r.id))

@@ -1,0 +1,1 @@
+"""The numerical core: numpy arrays in, statistics out; nothing here knows about graphs."""
