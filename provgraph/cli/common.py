@@ -67,14 +67,3 @@ def progress_bar(enabled: bool = True) -> Iterator[RichProgress]:
     )
     with progress:
         yield RichProgress(progress)
-
-
-def short(iri: str, base: str) -> str:
-    from provgraph.rdf.vocab import PREFIXES
-
-    if base and iri.startswith(base):
-        return iri[len(base) :]
-    for prefix, ns in PREFIXES.items():
-        if iri.startswith(ns):
-            return f"{prefix}:{iri[len(ns) :]}"
-    return iri

@@ -8,7 +8,8 @@ import click
 from rich.table import Table
 
 from provgraph.cli import App, pass_app
-from provgraph.cli.common import out, short
+from provgraph.cli.common import out
+from provgraph.rdf.vocab import short
 
 
 def base_iri(store) -> str:

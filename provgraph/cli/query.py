@@ -13,9 +13,10 @@ import pyoxigraph as ox
 from rich.table import Table
 
 from provgraph.cli import App, pass_app
-from provgraph.cli.common import out, short
+from provgraph.cli.common import out
 from provgraph.cli.info import base_iri
 from provgraph.errors import UsageError
+from provgraph.rdf.vocab import short
 
 _FORM = re.compile(r"\b(SELECT|ASK|CONSTRUCT|DESCRIBE|INSERT|DELETE|LOAD|CLEAR|DROP|CREATE)\b", re.I)
 

@@ -878,15 +878,6 @@ def _types(store: Store, iri: str) -> set[str]:
 # --- rendering --------------------------------------------------------------------------
 
 
-def short(iri: str, base: str) -> str:
-    if base and iri.startswith(base):
-        return iri[len(base) :]
-    for prefix, ns in (("pg", PG_NS), ("prov", PROV_NS)):
-        if iri.startswith(ns):
-            return f"{prefix}:{iri[len(ns) :]}"
-    return iri
-
-
 def render_tree(lineage: Lineage, base: str = "", max_children: int = 12) -> str:
     """The lineage as an indented tree, each node with its state, location and violations.
 

@@ -90,3 +90,8 @@ def inject_values(query: str, bindings: Mapping[str, Term] | None) -> str:
         + ") }"
     )
     return query[:at] + block + query[at:]
+
+
+def plain_iri(text: str) -> bool:
+    """Whether ``text`` can be written as ``<text>`` in a query without escaping."""
+    return bool(text) and not any(ch in text for ch in '<>"{}|\\^` \n')

@@ -21,6 +21,17 @@ PREFIXES = {
     "xsd": XSD_NS,
 }
 
+
+def short(iri: str, base: str = "") -> str:
+    """An IRI for display: relative to the project's ``base``, else as ``prefix:name``."""
+    if base and iri.startswith(base):
+        return iri[len(base) :]
+    for prefix, ns in PREFIXES.items():
+        if iri.startswith(ns):
+            return f"{prefix}:{iri[len(ns) :]}"
+    return iri
+
+
 RDF_TYPE = IRI(RDF_NS + "type")
 RDFS_LABEL = IRI(RDFS_NS + "label")
 

@@ -515,12 +515,13 @@ def _nodes(store: Store, check: CheckReport, listed: list[tuple[RuleResult, Viol
 
 def _node_facts(store: Store, foci: list[str]) -> dict[str, dict]:
     """Class labels and direct PROV links (derived -> source) of each focus node."""
-    from provgraph.views.graph import _plain_iri, vocabulary
+    from provgraph.rdf.sparql import plain_iri
+    from provgraph.views.graph import vocabulary
 
     vocab = vocabulary(store)
     relations = " ".join(f"<{p}>" for p in vocab.relations)
     facts: dict[str, dict] = defaultdict(lambda: {"types": [], "links": []})
-    plain = [f for f in foci if _plain_iri(f)]
+    plain = [f for f in foci if plain_iri(f)]
     for i in range(0, len(plain), 300):
         values = " ".join(f"<{f}>" for f in plain[i : i + 300])
         for r in store.select(

@@ -23,8 +23,9 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from provgraph.errors import StoreError, StoreUnavailable, UsageError
+from provgraph.rdf.sparql import plain_iri
 from provgraph.rdf.terms import IRI, TripleWriter, mint
-from provgraph.rdf.vocab import PG, PG_NS, PROV, RDF_TYPE
+from provgraph.rdf.vocab import PG, PG_NS, PROV, RDF_TYPE, short
 from provgraph.rules.rule import CLAUSES, Rule
 from provgraph.store import catalog
 from provgraph.store.base import Store
@@ -87,11 +88,7 @@ class CheckReport:
 
     def short(self, iri: str) -> str:
         """An IRI relative to the project's base, for display."""
-        if self.base_iri and iri.startswith(self.base_iri):
-            return iri[len(self.base_iri) :]
-        if iri.startswith(PG_NS):
-            return "pg:" + iri[len(PG_NS) :]
-        return iri
+        return short(iri, self.base_iri or "")
 
 
 def contract_state(store: Store) -> tuple[str, str, list[str]]:
@@ -160,7 +157,7 @@ def locate(store: Store, violations: list[Violation], chunk: int = 500) -> None:
     foci = sorted({v.focus for v in violations})
     where: dict[str, tuple[str, int | None]] = {}
     for i in range(0, len(foci), chunk):
-        values = " ".join(f"<{f}>" for f in foci[i : i + chunk] if _plain_iri(f))
+        values = " ".join(f"<{f}>" for f in foci[i : i + chunk] if plain_iri(f))
         if not values:
             continue
         rows = store.select(
@@ -174,10 +171,6 @@ def locate(store: Store, violations: list[Violation], chunk: int = 500) -> None:
     for v in violations:
         if v.focus in where:
             v.path, v.line = where[v.focus]
-
-
-def _plain_iri(text: str) -> bool:
-    return not any(ch in text for ch in '<>"{}|\\^` \n')
 
 
 def select_rules(
@@ -313,7 +306,7 @@ def _write_clause(
             node = mint(base, "violation", r.rule.id, key)
             add(node, RDF_TYPE, PG.Violation)
             add(node, PG.rule, rule)
-            add(node, PG.focus, IRI(v.focus) if _plain_iri(v.focus) else None)
+            add(node, PG.focus, IRI(v.focus) if plain_iri(v.focus) else None)
             add(node, PG.message, v.message)
             add(node, PG.severity, r.rule.severity)
             add(node, PROV.wasGeneratedBy, check)

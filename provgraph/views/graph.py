@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from provgraph.errors import UsageError
+from provgraph.rdf.sparql import plain_iri
 from provgraph.rdf.vocab import PG_NS, PROV_NS, RDFS_NS
 from provgraph.store import catalog
 from provgraph.store.base import Store
@@ -376,7 +377,7 @@ class _Keys:
 
     def lookup(self, store: Store, iris: Iterable[str]) -> dict[str, str]:
         """Keys of a (small) set of nodes; nodes outside drawn classes are left out."""
-        plain = sorted({i for i in iris if _plain_iri(i)})
+        plain = sorted({i for i in iris if plain_iri(i)})
         graphs = " ".join(f"<{g}>" for g in self.data_graphs)
         types: dict[str, list[str]] = defaultdict(list)
         states: dict[str, str] = {}
@@ -668,7 +669,7 @@ def _mark(
     for m in marks:
         by_focus[m.focus].add(m.rule_id)
     where = keys.lookup(store, by_focus)
-    rest = [f for f in by_focus if f not in where and _plain_iri(f)]
+    rest = [f for f in by_focus if f not in where and plain_iri(f)]
     for i in range(0, len(rest), _CHUNK):  # absent nodes: placed by what points at them
         values = " ".join(f"<{f}>" for f in rest[i : i + _CHUNK])
         rows = store.select(f"SELECT ?o ?s ?p WHERE {{ VALUES ?o {{ {values} }} ?s ?p ?o }}")
@@ -693,10 +694,6 @@ def _mark(
         notes.append(f"{unplaced} violation(s) concern nodes that are not drawn")
 
 
-def _plain_iri(text: str) -> bool:
-    return bool(text) and not any(ch in text for ch in '<>"{}|\\^` \n')
-
-
 # ---------------------------------------------------------------------------
 # Subgraph views (one box per node): lineage and other node sets
 # ---------------------------------------------------------------------------
@@ -707,7 +704,7 @@ def node_names(store: Store, iris: Sequence[str]) -> dict[str, str]:
     base = _base_iri(store)
     names: dict[str, str] = {}
     rank: dict[str, int] = {}
-    plain = [i for i in iris if _plain_iri(i)]
+    plain = [i for i in iris if plain_iri(i)]
     props = " ".join(f"<{p}>" for p in NAME_PROPERTIES)
     for i in range(0, len(plain), _CHUNK):
         values = " ".join(f"<{x}>" for x in plain[i : i + _CHUNK])
@@ -746,7 +743,7 @@ def subgraph(
         marks = recorded_violations(store) or []
     drawn = {c.iri: c for c in vocab.classes.values()}
     types: dict[str, list[ClassInfo]] = defaultdict(list)
-    plain = [i for i in dict.fromkeys(iris) if _plain_iri(i)]
+    plain = [i for i in dict.fromkeys(iris) if plain_iri(i)]
     overrides: dict[str, str] = {}
     for i in range(0, len(plain), _CHUNK):
         values = " ".join(f"<{x}>" for x in plain[i : i + _CHUNK])
