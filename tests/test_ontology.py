@@ -8,9 +8,10 @@ import pyoxigraph as ox
 import pytest
 from conftest import REPO, RULE_FIXTURES, ingest_bundle
 
+from provgraph.lineage.gate import run_gate
 from provgraph.rdf.resources import ontology_path
 from provgraph.rdf.vocab import PG, PG_NS, RDFS_NS, defined_terms
-from provgraph.rules import load_rules, record_check, run_check
+from provgraph.rules import load_rules
 
 BUNDLES = sorted(
     [p.parent for p in RULE_FIXTURES.glob("*/*/provgraph.toml")]
@@ -38,7 +39,7 @@ def test_every_term_has_a_label() -> None:
 @pytest.mark.parametrize("root", BUNDLES, ids=lambda p: str(p.relative_to(REPO)))
 def test_importers_and_checks_only_use_defined_terms(root: Path) -> None:
     store, _, _ = ingest_bundle(root)
-    record_check(store, run_check(store, load_rules()))
+    run_gate(store, load_rules())
     used = set()
     for row in store.select(
         "SELECT DISTINCT ?t WHERE { GRAPH ?g { { ?s ?t ?o } UNION { ?s a ?t } } "
