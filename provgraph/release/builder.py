@@ -229,6 +229,7 @@ def build(bundle: Bundle, store: Any) -> tuple[Built, Any]:
     Raises :class:`ReleaseRefused` (exit 1) when an import fails, the gate fails or the
     privacy scan finds something; nothing is written then.
     """
+    # The gate (statistics, numpy) loads only for a build; `release verify` needs none of it.
     from provgraph.ingest.run import ingest_paths
     from provgraph.lineage.gate import run_gate
     from provgraph.rules import load_rules

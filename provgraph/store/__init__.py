@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import tempfile
 from pathlib import Path
 
+import pyoxigraph as ox
+
+from provgraph.rdf.resources import ontology_path
+from provgraph.store import catalog
 from provgraph.store.base import Row, Rows, Store, Term
+from provgraph.store.catalog import recover
+from provgraph.store.endpoint import is_server, parse_endpoint
 
 __all__ = ["Row", "Rows", "Store", "Term", "open_store"]
 
@@ -17,16 +25,14 @@ def open_store(location: str | Path | None) -> Store:
     import that was killed before it switched) are removed, so readers only ever see
     complete imports. A server is also checked to keep unfinished imports out of queries.
     """
-    from provgraph.store.catalog import recover
-    from provgraph.store.endpoint import is_server
-
     if location is None or str(location) == ":memory:":
+        # Backends load on demand: every module that names the Store type imports this
+        # package, and most never open a server (http) or any store at all.
         from provgraph.store.oxigraph import OxigraphStore
 
         store: Store = OxigraphStore(None)
     elif is_server(str(location)):
-        from provgraph.store.endpoint import parse_endpoint
-        from provgraph.store.http import SparqlStore
+        from provgraph.store.http import SparqlStore  # on demand, as above
 
         server = SparqlStore(parse_endpoint(str(location)))
         recover(server)
@@ -34,7 +40,7 @@ def open_store(location: str | Path | None) -> Store:
         server.verify()
         return server
     else:
-        from provgraph.store.oxigraph import OxigraphStore
+        from provgraph.store.oxigraph import OxigraphStore  # on demand, as above
 
         store = OxigraphStore(Path(location))
     recover(store)
@@ -44,13 +50,6 @@ def open_store(location: str | Path | None) -> Store:
 
 def ensure_ontology(store: Store) -> None:
     """Keep the vocabulary in its own graph, so rules and views can use class metadata."""
-    import hashlib
-    import tempfile
-
-    import pyoxigraph as ox
-
-    from provgraph.rdf.resources import ontology_path
-    from provgraph.store import catalog
 
     path = ontology_path()
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
