@@ -46,7 +46,8 @@ class ReportOptions:
 
 def build_report(store: Store, check: CheckReport, options: ReportOptions | None = None) -> str:
     """The HTML page for the graph in ``store`` and the check result ``check``."""
-    from provgraph.views.graph import marks_from_report, whole_graph
+    from provgraph.views.model import marks_from_report
+    from provgraph.views.whole import whole_graph
 
     options = options or ReportOptions()
     listed = _listed(check, options.limit)
@@ -470,7 +471,7 @@ on members of the group. <code>provgraph viz --expand KIND</code> opens a group.
 
 
 def _nodes(store: Store, check: CheckReport, listed: list[tuple[RuleResult, Violation]]) -> str:
-    from provgraph.views.graph import node_names
+    from provgraph.views.nodes import node_names
 
     if not listed:
         return (
@@ -516,7 +517,7 @@ def _nodes(store: Store, check: CheckReport, listed: list[tuple[RuleResult, Viol
 def _node_facts(store: Store, foci: list[str]) -> dict[str, dict]:
     """Class labels and direct PROV links (derived -> source) of each focus node."""
     from provgraph.rdf.sparql import plain_iri
-    from provgraph.views.graph import vocabulary
+    from provgraph.views.vocabulary import vocabulary
 
     vocab = vocabulary(store)
     relations = " ".join(f"<{p}>" for p in vocab.relations)
