@@ -20,7 +20,8 @@ from viewtools import (
 
 from provgraph.report import accounting
 from provgraph.report.accounting import StatRow
-from provgraph.report.html import ReportOptions, anchor, build_report
+from provgraph.report.html import ReportOptions, build_report
+from provgraph.report.markup import anchor
 from provgraph.rules import load_rules, run_check
 from provgraph.views import dot
 
