@@ -115,7 +115,7 @@ def run_step(step: str, bundle_root: Path, store, info: dict) -> dict:
         out["lines"] = text.count("\n")
     elif step == "viz":
         from provgraph.views import dot
-        from provgraph.views import graph as views
+        from provgraph.views import whole as views
 
         view = views.whole_graph(store)
         text = dot.to_dot(view)

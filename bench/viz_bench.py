@@ -7,7 +7,7 @@ output file per record, a few of them empty or missing), ingests it into an on-d
 then measures in the same run:
 
   baseline   one pass over every quad of the store (SELECT COUNT(*) { ?s ?p ?o })
-  view       provgraph.views.graph.whole_graph: groups, arrows, facets, violation marks
+  view       provgraph.views.whole.whole_graph: groups, arrows, facets, violation marks
   dot        DOT text + graphviz `dot -Tsvg` layout of the collapsed picture
   panels     the report's accounting queries (output states, views, blocks, statistics, claims)
   report     (--check only) provgraph.report.html.build_report after a real check
@@ -53,7 +53,7 @@ def generate(root: Path, calls: int, files: bool) -> None:
 
 def planted(calls: int, files: bool, base: str) -> list:
     """The violations the output rules find in a generated bundle, as view marks."""
-    from provgraph.views.graph import Mark
+    from provgraph.views.model import Mark
 
     marks = []
     for i in range(calls):
@@ -92,7 +92,8 @@ def main() -> int:
     from provgraph.rules import load_rules
     from provgraph.store import open_store
     from provgraph.views import dot
-    from provgraph.views.graph import marks_from_report, whole_graph
+    from provgraph.views.model import marks_from_report
+    from provgraph.views.whole import whole_graph
 
     tmp = None
     if args.keep:

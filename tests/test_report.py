@@ -21,7 +21,8 @@ from viewtools import (
 from provgraph.lineage.gate import run_gate
 from provgraph.report import accounting
 from provgraph.report.accounting import StatRow
-from provgraph.report.html import ReportOptions, anchor, build_report
+from provgraph.report.html import ReportOptions, build_report
+from provgraph.report.markup import anchor
 from provgraph.rules import load_rules
 from provgraph.views import dot
 

@@ -13,7 +13,10 @@ from viewtools import ACCOUNTING_TTL, EXAMPLE, example_store, load_turtle, path_
 from provgraph.errors import MissingExtraError, UsageError
 from provgraph.rdf.vocab import PG_NS, PROV_NS
 from provgraph.views import dot
-from provgraph.views.graph import Mark, plural, subgraph, vocabulary, whole_graph
+from provgraph.views.model import Mark
+from provgraph.views.nodes import subgraph
+from provgraph.views.vocabulary import plural, vocabulary
+from provgraph.views.whole import whole_graph
 
 PG = PG_NS
 BASE = "https://example.org/output-gate-flawed/"

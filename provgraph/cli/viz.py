@@ -78,15 +78,17 @@ def command(
     The DOT file is always written; SVG and PNG need graphviz's `dot` program. Without it
     viz says how to install it and exits 0, or 2 when --format asked for svg or png.
     """
+    # Imported here: command modules load only click and rich at the top (CLI start-up time).
     from provgraph.views import dot
-    from provgraph.views import graph as views
+    from provgraph.views.nodes import lineage_view
+    from provgraph.views.whole import whole_graph
 
     store = app.open_store()
     if target:
-        view = views.lineage_view(store, target)
+        view = lineage_view(store, target)
         stem = output_stem(app, output, "lineage-" + (re.sub(r"[^A-Za-z0-9._-]+", "_", target)[-60:] or "x"))
     else:
-        view = views.whole_graph(store, expand=expand, max_nodes=max_nodes)
+        view = whole_graph(store, expand=expand, max_nodes=max_nodes)
         stem = output_stem(app, output, "graph")
     wanted = list(dict.fromkeys(formats)) or list(FORMATS)
     stem.parent.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 
 from provgraph.lineage.model import STATUSES
+from provgraph.lineage.trace import trace
 from provgraph.rdf.vocab import PG_NS, RDFS_NS
 from provgraph.store.base import Store
 
@@ -305,7 +306,6 @@ def claims(store: Store) -> list[ClaimRow] | None:
 
 def claim_status_function(store: Store):
     """``iri -> status`` decided by lineage (the worst rule that fired upstream)."""
-    from provgraph.lineage.trace import trace
 
     def status(iri: str) -> str:
         return trace(store, iri).status

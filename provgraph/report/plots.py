@@ -3,6 +3,9 @@
 Text stays text in the SVG (``svg.fonttype = none``) so the page can be searched and read at
 any zoom; each figure has its own id salt so several can share one HTML page; output is
 deterministic (no date in the metadata).
+
+matplotlib is imported inside the functions that draw: it takes about half a second to load,
+and a report whose panels have no evidence (or a CLI command that never draws) need not pay it.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import io
 import re
 
-from provgraph.report.accounting import Blocks, ClaimRow, OutputStates, Statistics
+from provgraph.report.accounting import CLAIM_STATUSES, Blocks, ClaimRow, OutputStates, Statistics
 
 GOOD, BAD, WARN, MUTED, INK = "#3A7D44", "#C0392B", "#E08E0B", "#8A8F98", "#222222"
 OUTPUT_COLOURS = {
@@ -39,14 +42,14 @@ _RC = {
 
 
 def _figure(width: float, height: float):
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # lazy: start-up time (module docstring)
 
     return Figure(figsize=(width, height), layout="constrained")
 
 
 def to_svg(fig, salt: str, title: str) -> str:
     """The figure as an ``<svg>`` element for inline use, with an accessible title."""
-    import matplotlib
+    import matplotlib  # lazy: start-up time (module docstring)
 
     with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "none"}):
         buf = io.StringIO()
@@ -79,13 +82,13 @@ def _attr(text: str) -> str:
 
 
 def _rc():
-    import matplotlib
+    import matplotlib  # lazy: start-up time (module docstring)
 
     return matplotlib.rc_context(_RC)
 
 
 def _hbars(ax, labels: list[str], values: list[float], colours: list[str], fmt=str) -> None:
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # lazy: start-up time (module docstring)
 
     positions = list(range(len(labels)))[::-1]
     ax.barh(positions, values, color=colours, height=0.62)
@@ -111,7 +114,7 @@ def output_plot(states: OutputStates) -> str:
 
 
 def views_plot(views: dict[str, int]) -> str:
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # lazy: start-up time (module docstring)
 
     with _rc():
         fig = _figure(4.0, 2.5)
@@ -184,8 +187,6 @@ def statistics_plot(stats: Statistics) -> str | None:
 
 
 def claims_plot(rows: list[ClaimRow]) -> str:
-    from provgraph.report.accounting import CLAIM_STATUSES
-
     counts = {s: 0 for s in CLAIM_STATUSES}
     for r in rows:
         counts[r.status] += 1

@@ -1,4 +1,4 @@
-"""Graphviz output of a :class:`~provgraph.views.graph.View`: DOT text, and SVG/PNG through ``dot``.
+"""Graphviz output of a :class:`~provgraph.views.model.View`: DOT text, and SVG/PNG through ``dot``.
 
 Style is one table keyed by PROV kind, as in the ``prov`` package: entity oval, activity box,
 agent house. A double outline is a group of like nodes, a dashed outline a node that is
@@ -17,7 +17,7 @@ import shutil
 import subprocess
 
 from provgraph.errors import MissingExtraError, ProvgraphError
-from provgraph.views.graph import Box, View
+from provgraph.views.model import Box, View
 
 INSTALL_HINT = (
     "graphviz's `dot` program is not installed, so only the DOT file was written; install it "

@@ -1,0 +1,138 @@
+"""The graph and focus-node sections of the report: the collapsed picture of the whole graph
+(graphviz SVG inlined), and one section per focus node with its classes, its own PROV links and
+its lineage.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import defaultdict
+
+from provgraph.errors import MissingExtraError
+from provgraph.lineage.show import render_tree
+from provgraph.lineage.trace import trace as trace_lineage
+from provgraph.rdf.sparql import plain_iri
+from provgraph.report import plots
+from provgraph.report.markup import anchor, esc
+from provgraph.rules.runner import CheckReport, RuleResult, Violation
+from provgraph.store.base import Store
+from provgraph.views import dot
+from provgraph.views.model import View
+from provgraph.views.nodes import node_names
+from provgraph.views.vocabulary import vocabulary
+
+log = logging.getLogger(__name__)
+
+#: Focus nodes whose full lineage is drawn into the report (the rest get the command to run).
+LINEAGE_TRACED = 60
+
+
+def _lineage_note(store: Store, focus: str, base: str, traced: bool) -> str:
+    command = f"<p class='sub'>Lineage: <code>provgraph lineage {esc(focus)}</code></p>"
+    if not traced:
+        return command
+    trace = trace_lineage(store, focus, max_nodes=200)
+    tree = render_tree(trace, base)
+    return (
+        f"<p><b>Lineage</b> (status <span class='status-{esc(trace.status)}'>{esc(trace.status)}</span>):"
+        f"</p><pre class='lineage'>{esc(tree)}</pre>{command}"
+    )
+
+
+def inline_graph_svg(svg: bytes) -> str:
+    """Graphviz SVG as an inline element: no XML prolog, DOCTYPE or comments; scales down."""
+    text = svg.decode("utf-8")
+    text = text[text.index("<svg") :]
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    text = plots.scope_ids(text, "graph-")
+    return text.replace("<svg ", '<svg role="img" aria-label="collapsed provenance graph" ', 1)
+
+
+def graph_section(view: View | None) -> str:
+    """The collapsed whole-graph picture (SVG when graphviz is installed) and its DOT source."""
+    if view is None:
+        return '<section id="graph"><h2>Graph</h2><p class="sub">Not drawn (--no-graph).</p></section>'
+    text = dot.to_dot(view)
+    try:
+        picture = f'<div class="graph" id="graph-picture">{inline_graph_svg(dot.render(text, "svg"))}</div>'
+    except MissingExtraError as err:
+        picture = f'<div class="panel absent" id="graph-picture"><p>{esc(err)}</p></div>'
+    return f"""<section id="graph"><h2>Graph</h2>
+<p>Every node of the graph in groups of like nodes, in columns by state (intended → released).
+Arrows point from a node to what it came from; red outlines carry the ids of the rules that fired
+on members of the group. <code>provgraph viz --expand KIND</code> opens a group.</p>
+{picture}
+<details><summary>DOT source</summary><pre>{esc(text)}</pre></details>
+</section>"""
+
+
+def nodes_section(store: Store, check: CheckReport, listed: list[tuple[RuleResult, Violation]]) -> str:
+    """One section per focus node of the listed violations: what it is, its links, its lineage."""
+    if not listed:
+        return (
+            '<section id="nodes"><h2>Focus nodes</h2>'
+            '<p class="sub">No violations, so no focus nodes.</p></section>'
+        )
+    by_focus: dict[str, list[tuple[RuleResult, Violation]]] = defaultdict(list)
+    for r, v in listed:
+        by_focus[v.focus].append((r, v))
+    foci = sorted(by_focus)
+    info = _node_facts(store, foci)
+    names = node_names(store, [o for facts in info.values() for _, o in facts["links"]])
+    sections = []
+    for number, focus in enumerate(foci):
+        facts = info.get(focus, {"types": [], "links": []})
+        types = ", ".join(esc(t) for t in facts["types"]) or "not described by any import"
+        flags = "".join(
+            f'<li><span class="flag">{esc(r.rule.id)}</span>: {esc(v.message)}</li>'
+            for r, v in by_focus[focus]
+        )
+        loc = next((v.location for _, v in by_focus[focus] if v.location), None)
+        links = "".join(
+            f"<li><code>{esc(p)}</code> → <span class='iri'>{esc(names.get(o, check.short(o)))}</span></li>"
+            for p, o in facts["links"]
+        )
+        came_from = f"<ul>{links}</ul>" if links else "<p class='sub'>no recorded sources</p>"
+        lineage_note = _lineage_note(store, focus, check.base_iri, number < LINEAGE_TRACED)
+        sections.append(
+            f"""<div class="node" id="{anchor(focus)}">
+<h3 class="iri">{esc(check.short(focus))}</h3>
+<p>{types}{f" · read from <code>{esc(loc)}</code>" if loc else ""} ·
+<span class="iri sub">{esc(focus)}</span></p>
+<ul>{flags}</ul>
+<p><b>Comes from</b> (its own PROV links):</p>{came_from}
+{lineage_note}
+</div>"""
+        )
+    return f"""<section id="nodes"><h2>Focus nodes</h2>
+{"".join(sections)}
+</section>"""
+
+
+def _node_facts(store: Store, foci: list[str]) -> dict[str, dict]:
+    """Class labels and direct PROV links (derived -> source) of each focus node."""
+    vocab = vocabulary(store)
+    relations = " ".join(f"<{p}>" for p in vocab.relations)
+    facts: dict[str, dict] = defaultdict(lambda: {"types": [], "links": []})
+    plain = [f for f in foci if plain_iri(f)]
+    for i in range(0, len(plain), 300):
+        values = " ".join(f"<{f}>" for f in plain[i : i + 300])
+        for r in store.select(
+            f"""SELECT ?s ?c ?p ?o WHERE {{ VALUES ?s {{ {values} }}
+              {{ ?s a ?c }} UNION {{ VALUES ?p {{ {relations} }} ?s ?p ?o FILTER(isIRI(?o)) }} }}"""
+        ):
+            s = r["s"].value  # type: ignore[union-attr]
+            if r["c"] is not None:
+                c = vocab.classes.get(r["c"].value)
+                facts[s]["types"].append(c.label if c else r["c"].value)
+            if r["p"] is not None:
+                p = r["p"].value
+                short = p.replace("https://w3id.org/provgraph/ns#", "pg:").replace(
+                    "http://www.w3.org/ns/prov#", "prov:"
+                )
+                facts[s]["links"].append((short, r["o"].value))  # type: ignore[union-attr]
+    for f in facts.values():
+        f["types"] = sorted(set(f["types"]))
+        f["links"] = sorted(set(f["links"]))
+    return facts
