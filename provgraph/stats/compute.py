@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from provgraph.rdf.terms import IRI, mint
-from provgraph.stats.cells import CellGrid
 from provgraph.stats.core import cluster, paired
+from provgraph.stats.core.grid import CellGrid
 from provgraph.stats.statistic import Stat
 
 ROUTE_METHOD = {

@@ -23,8 +23,9 @@ from provgraph.bundle.contract.load import apply_defaults
 from provgraph.bundle.contract.sections import analysis as analysis_section
 from provgraph.rdf.terms import IRI, TripleWriter, mint
 from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
-from provgraph.stats.cells import PREFIXES, build_grid, key_of
+from provgraph.stats.cells import build_grid
 from provgraph.stats.compute import CellResults, compute
+from provgraph.stats.query import PREFIXES, key_of
 from provgraph.stats.reviews import ReviewResults, reviewer_statistics
 from provgraph.stats.statistic import (
     ADJUSTMENT_ALIASES,

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from provgraph.rdf.terms import IRI, mint
-from provgraph.stats.cells import PREFIXES, key_of
 from provgraph.stats.core import verdicts
 from provgraph.stats.core.cluster import seed_for
+from provgraph.stats.query import PREFIXES, key_of
 from provgraph.stats.statistic import Stat
 from provgraph.store.base import Store
 
