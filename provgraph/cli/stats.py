@@ -4,6 +4,7 @@ reported values, with cohort, n and method."""
 from __future__ import annotations
 
 import json
+import math
 
 import click
 from rich.table import Table
@@ -42,6 +43,8 @@ def command(app: App, show_all: bool, names: tuple[str, ...], fmt: str) -> int:
     n and method, and whether it agrees within its written precision. The statistics are
     written to the store (``provgraph check`` reads them).
     """
+    # imported here, not at the top: the engine pulls in numpy and the store, which every other
+    # command would pay for at start-up
     from provgraph.stats.materialize import refresh
 
     store = app.open_store()
@@ -53,18 +56,9 @@ def command(app: App, show_all: bool, names: tuple[str, ...], fmt: str) -> int:
         else []
     )
     if fmt == "json":
-        doc = {
-            "status": outcome.status,
-            "cells": outcome.cells,
-            "cell_source": outcome.source,
-            "statistics": outcome.statistics,
-            "matrices": [_matrix_row(m) for m in outcome.matrices],
-            "reported": rows,
-            "notes": outcome.notes,
-        }
-        if show_all:
-            doc["all"] = listing
-        click.echo(json.dumps(doc, indent=2, allow_nan=True))
+        click.echo(
+            json.dumps(_json_doc(outcome, rows, listing if show_all else None), indent=2, allow_nan=True)
+        )
         return 0
     if outcome.status in ("nothing", "removed"):
         out.print("nothing to recompute: the graph has no candidate labels, reported cells or reviews")
@@ -81,42 +75,62 @@ def command(app: App, show_all: bool, names: tuple[str, ...], fmt: str) -> int:
     )
     _print_matrices(outcome.matrices)
     if rows:
-        table = Table(title="reported vs recomputed", title_justify="left", title_style="bold", box=None)
-        for col in ("statistic", "cohort", "n", "reported", "recomputed", "sensitivity", "status", "method"):
-            table.add_column(col, overflow="fold")
-        for r in rows:
-            table.add_row(
-                r["statistic"],
-                r["cohort"] or "",
-                "" if r["n"] is None else str(r["n"]),
-                f"{r['reported']}" + (f"  [{r['where']}]" if r["where"] else ""),
-                _fmt(r["recomputed"]),
-                "; ".join(
-                    f"{_SHORT.get(k, k)} {_fmt(v['value'])} (n={v['n']})" for k, v in r["sensitivity"].items()
-                ),
-                Text(r["status"], style=_STATUS_STYLE.get(r["status"], "")),
-                r["method"].split(";")[0] if r["method"] else r.get("reason", ""),
-            )
-        out.print(table)
+        _print_reported(rows)
     if show_all:
-        table = Table(title="all recomputed statistics", title_justify="left", title_style="bold", box=None)
-        for col in ("statistic", "value", "n", "role", "method"):
-            table.add_column(col, overflow="fold")
-        for s in listing:
-            table.add_row(
-                s["statistic"],
-                _fmt(s["value"]),
-                "" if s["n"] is None else str(s["n"]),
-                s["role"],
-                s["method"],
-            )
-        out.print(table)
+        _print_listing(listing)
     for r in rows:
         if r.get("note"):
             out.print(Text(f"{r['statistic']}: {r['note']}", style="red"))
     for note in outcome.notes:
         out.print(Text(f"note: {note}", style="yellow"))
     return 0
+
+
+def _json_doc(outcome, rows: list[dict], listing: list[dict] | None) -> dict:
+    """The ``--format json`` document (``listing`` only with ``--all``)."""
+    doc = {
+        "status": outcome.status,
+        "cells": outcome.cells,
+        "cell_source": outcome.source,
+        "statistics": outcome.statistics,
+        "matrices": [_matrix_row(m) for m in outcome.matrices],
+        "reported": rows,
+        "notes": outcome.notes,
+    }
+    if listing is not None:
+        doc["all"] = listing
+    return doc
+
+
+def _print_reported(rows: list[dict]) -> None:
+    table = Table(title="reported vs recomputed", title_justify="left", title_style="bold", box=None)
+    for col in ("statistic", "cohort", "n", "reported", "recomputed", "sensitivity", "status", "method"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(
+            r["statistic"],
+            r["cohort"] or "",
+            "" if r["n"] is None else str(r["n"]),
+            f"{r['reported']}" + (f"  [{r['where']}]" if r["where"] else ""),
+            _fmt(r["recomputed"]),
+            "; ".join(
+                f"{_SHORT.get(k, k)} {_fmt(v['value'])} (n={v['n']})" for k, v in r["sensitivity"].items()
+            ),
+            Text(r["status"], style=_STATUS_STYLE.get(r["status"], "")),
+            r["method"].split(";")[0] if r["method"] else r.get("reason", ""),
+        )
+    out.print(table)
+
+
+def _print_listing(listing: list[dict]) -> None:
+    table = Table(title="all recomputed statistics", title_justify="left", title_style="bold", box=None)
+    for col in ("statistic", "value", "n", "role", "method"):
+        table.add_column(col, overflow="fold")
+    for s in listing:
+        table.add_row(
+            s["statistic"], _fmt(s["value"]), "" if s["n"] is None else str(s["n"]), s["role"], s["method"]
+        )
+    out.print(table)
 
 
 def _fmt(value) -> str:
@@ -188,8 +202,6 @@ def _comparisons(outcome, names) -> list[dict]:
 def _written(r, tol: float | None) -> str:
     """A reported value with the precision it was written with (the store keeps decimals in
     canonical form, so 17.20 reads back as 17.2; its tolerance remembers the digits)."""
-    import math
-
     if not tol or tol >= 0.5 or not (1e-4 <= abs(r.value) < 1e12 or r.value == 0):
         return r.lexical
     places = round(-math.log10(2 * tol))
@@ -197,6 +209,7 @@ def _written(r, tol: float | None) -> str:
 
 
 def _tolerance(lexical: str) -> float:
+    # lazy for start-up time, like the engine in command()
     from provgraph.stats.materialize import tolerance_of
 
     return tolerance_of(lexical)

@@ -1,5 +1,6 @@
-"""Statistics of a keyed cell grid: the cohort routes, the omnibus test, the declared families
-of pairwise tests with their adjustments, and cluster-aware inference.
+"""Statistics of a keyed cell grid: proportions and the omnibus test per cohort route, the
+declared families of pairwise tests with their adjustments, and cluster-aware inference. The
+matrices of the cohort routes are :mod:`provgraph.stats.matrices`.
 
 Each statistic is derived from the matrix *columns* it used, and each column records exactly
 which blocks it holds (the SHA-256 of their keys), so a McNemar test of conditions A and B
@@ -9,22 +10,16 @@ grid, and the grid from every label row it used.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from provgraph.rdf.terms import IRI, mint
-from provgraph.stats.cells import CellGrid
+from provgraph.rdf.terms import IRI
 from provgraph.stats.core import cluster, paired
-from provgraph.stats.statistic import Stat
+from provgraph.stats.core.grid import CellGrid
+from provgraph.stats.matrices import ROUTE_METHOD, Matrix, Routes
+from provgraph.stats.statistic import Stat, bootstrap_settings
 
-ROUTE_METHOD = {
-    "globally-complete": "blocks with a cell in every condition, joined by (case, finding)",
-    "pairwise-available": "blocks with a cell in both conditions of the pair, joined by (case, finding)",
-    "positional-truncation": "historical route: missing cells dropped per condition, columns cut to the "
-    "shortest and paired by position (not by key)",
-}
 VARIANT_METHOD = {
     "asymptotic": "McNemar chi-square (b-c)^2/(b+c), 1 df",
     "continuity-corrected": "McNemar chi-square with continuity correction (|b-c|-1)^2/(b+c), 1 df",
@@ -34,111 +29,18 @@ VARIANT_METHOD = {
 ADJUST_METHOD = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg"}
 
 
-def keyset_sha256(blocks: list[tuple[str, str]]) -> str:
-    """SHA-256 over the sorted ``case<TAB>finding`` lines (what :meth:`CellGrid.keyset` gives)."""
-    text = "".join(f"{c}\t{f}\n" for c, f in sorted(blocks))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-@dataclass
-class Column:
-    iri: IRI
-    condition: str
-    n: int
-    keyset: str
-
-
-@dataclass
-class Matrix:
-    iri: IRI
-    route: str
-    n: int
-    block_count: int
-    conditions: list[str]
-    columns: list[Column] = field(default_factory=list)
-    keyset: str | None = None
-    mispaired: int | None = None
-    missing: dict[tuple[str, str], int] = field(default_factory=dict)
-
-
 @dataclass
 class CellResults:
+    """The matrices the statistics used, the statistics, and notes on what was left out."""
+
     matrices: list[Matrix]
     stats: list[Stat]
     notes: list[str]
 
 
-class _Routes:
-    """Computes each cohort route once and hands out its pairwise results and columns."""
-
-    def __init__(self, grid: CellGrid, base: str) -> None:
-        self.grid, self.base = grid, base
-        self.k = len(grid.condition_keys)
-        self.matrices: dict[str, Matrix] = {}
-        self._pairwise: dict[str, tuple[paired.PairwiseResult, list[list[Column]]]] = {}
-        self._y: dict[str, np.ndarray] = {}
-        self.complete_rows = np.empty(0, dtype=np.int64)  # set with the globally complete matrix
-
-    def _column(self, route: str, j: int, rows: np.ndarray, *extra: str) -> Column:
-        cond = self.grid.condition_keys[j]
-        iri = mint(self.base, "matrix", route, *extra, "column", cond)
-        return Column(iri, cond, int(np.asarray(rows).size), self.grid.keyset(rows))
-
-    def matrix(self, route: str) -> Matrix:
-        if route in self.matrices:
-            return self.matrices[route]
-        grid, values = self.grid, self.grid.values
-        iri = mint(self.base, "matrix", route)
-        m = Matrix(iri, route, 0, grid.block_count, list(grid.condition_keys), missing=dict(grid.missing))
-        if route == "globally-complete":
-            rows = paired.complete_rows(values)
-            m.n = int(rows.size)
-            m.keyset = grid.keyset(rows)
-            m.columns = [self._column(route, j, rows) for j in range(self.k)]
-            self._y[route] = values[rows].astype(np.int8)
-            self.complete_rows = rows
-        elif route == "positional-truncation":
-            y, rows = paired.positional_truncation(values)
-            m.n = int(y.shape[0])
-            m.mispaired = paired.mispaired_positions(rows)
-            m.columns = [self._column(route, j, rows[:, j]) for j in range(self.k)]
-            self._y[route] = y
-        elif route == "pairwise-available":
-            result, pair_rows = paired.pairwise_available(values)
-            columns = []
-            for p, rows in enumerate(pair_rows):
-                a, b = int(result.i[p]), int(result.j[p])
-                keys = (grid.condition_keys[a], grid.condition_keys[b])
-                columns.append(
-                    [self._column(route, a, rows, "pair", *keys), self._column(route, b, rows, "pair", *keys)]
-                )
-            m.columns = [c for pair in columns for c in pair]
-            m.n = int(result.n.max()) if result.n.size else 0
-            self._pairwise[route] = (result, columns)
-        else:
-            raise ValueError(f"unknown cohort route {route!r}")
-        self.matrices[route] = m
-        return m
-
-    def y(self, route: str) -> np.ndarray | None:
-        self.matrix(route)
-        return self._y.get(route)
-
-    def pairwise(self, route: str) -> tuple[paired.PairwiseResult, list[list[Column]]]:
-        m = self.matrix(route)
-        if route not in self._pairwise:
-            result = paired.pairwise_complete(self._y[route])
-            by_cond = {c.condition: c for c in m.columns}
-            cols = [
-                [by_cond[self.grid.condition_keys[int(a)]], by_cond[self.grid.condition_keys[int(b)]]]
-                for a, b in zip(result.i, result.j, strict=True)
-            ]
-            self._pairwise[route] = (result, cols)
-        return self._pairwise[route]
-
-
 def compute(grid: CellGrid, analysis: dict, base: str) -> CellResults:
-    routes = _Routes(grid, base)
+    """Every statistic of the grid the analysis plan asks for."""
+    routes = Routes(grid, base)
     conds = grid.condition_keys
     k = len(conds)
     stats: list[Stat] = []
@@ -228,7 +130,7 @@ def _family_pairs(fam: dict, conds: list[str], notes: list[str]) -> np.ndarray:
 
 
 def _family(
-    routes: _Routes,
+    routes: Routes,
     fam: dict,
     primary: str,
     sensitivity: list[str],
@@ -236,95 +138,127 @@ def _family(
     pair_stats: dict[tuple, Stat],
     notes: list[str],
 ) -> list[Stat]:
-    conds = routes.grid.condition_keys
-    name = fam["name"]
+    """The family's McNemar tests (into ``pair_stats``, once per identity), their adjusted
+    p-values and significant counts, on its cohort route and each sensitivity route."""
     family_route = fam.get("cohort_rule") or primary
     todo = [family_route] + [r for r in sensitivity if r != family_route]
-    positions = _family_pairs(fam, conds, notes)
+    positions = _family_pairs(fam, routes.grid.condition_keys, notes)
     out: list[Stat] = []
     primary_by_key: dict[tuple, Stat] = {}
     for route in todo:
         role = "primary" if route == family_route else "sensitivity"
-        m = routes.matrix(route)
-        result, columns = routes.pairwise(route)
-        used: list[IRI] = []
-        for p in positions:
-            a, b = conds[int(result.i[p])], conds[int(result.j[p])]
-            inputs = tuple(c.iri for c in columns[p])
-            used += inputs
-            keyset = columns[p][0].keyset
-            for variant, (stat, pv) in result.variants.items():
-                entries = [("mcnemar_p", float(pv[p]))]
-                if variant in ("asymptotic", "continuity-corrected"):
-                    entries.append(("mcnemar_chi2", float(stat[p])))
-                for stat_name, value in entries:
-                    s = Stat(
-                        stat_name,
-                        value,
-                        f"{VARIANT_METHOD[variant]} (b={int(result.b[p])}, c={int(result.c[p])}); "
-                        f"{ROUTE_METHOD[route]}",
-                        n=int(result.n[p]),
-                        route=route,
-                        variant=variant,
-                        conditions=(a, b),
-                        role=role,
-                        inputs=inputs,
-                        keyset=keyset,
-                        cohort=m.iri,
-                    )
-                    ident = s.identity()
-                    if ident in pair_stats:
-                        continue
-                    pair_stats[ident] = s
-        size = int(positions.size)
-        family_inputs = tuple(dict.fromkeys(used))
-        ns = {int(result.n[p]) for p in positions}
-        for variant, (_, pv) in result.variants.items():
-            pvals = pv[positions]
-            counts = [("none", pvals)]
-            for adjustment in fam.get("adjustments", ["holm"]):
-                adjusted = paired.adjust(pvals, adjustment)
-                counts.append((adjustment, adjusted))
-                for p, value in zip(positions, adjusted, strict=True):
-                    a, b = conds[int(result.i[p])], conds[int(result.j[p])]
-                    s = Stat(
-                        "mcnemar_p_adjusted",
-                        float(value),
-                        f"{ADJUST_METHOD[adjustment]} over the {size} tests of family {name}; "
-                        f"{VARIANT_METHOD[variant]}",
-                        n=int(result.n[p]),
-                        route=route,
-                        variant=variant,
-                        conditions=(a, b),
-                        adjustment=adjustment,
-                        family=name,
-                        family_size=size,
-                        role=role,
-                        inputs=family_inputs,
-                        keyset=columns[p][0].keyset,
-                        cohort=m.iri,
-                    )
-                    out.append(_link(s, role, primary_by_key))
-            for adjustment, values in counts:
+        used = _pair_tests(routes, route, role, positions, pair_stats)
+        out += _adjusted(
+            routes, route, role, fam, positions, tuple(dict.fromkeys(used)), alpha, primary_by_key
+        )
+    _link_pair_sensitivity(pair_stats)
+    return out
+
+
+def _pair_tests(
+    routes: Routes, route: str, role: str, positions: np.ndarray, pair_stats: dict[tuple, Stat]
+) -> list[IRI]:
+    """Every McNemar variant of the pairs at ``positions``; returns the columns they used."""
+    conds = routes.grid.condition_keys
+    m = routes.matrix(route)
+    result, columns = routes.pairwise(route)
+    used: list[IRI] = []
+    for p in positions:
+        a, b = conds[int(result.i[p])], conds[int(result.j[p])]
+        inputs = tuple(c.iri for c in columns[p])
+        used += inputs
+        for variant, (stat, pv) in result.variants.items():
+            entries = [("mcnemar_p", float(pv[p]))]
+            if variant in ("asymptotic", "continuity-corrected"):
+                entries.append(("mcnemar_chi2", float(stat[p])))
+            for stat_name, value in entries:
                 s = Stat(
-                    "significant_count",
-                    float(int((values < alpha).sum())),
-                    f"tests of family {name} with "
-                    f"{'unadjusted' if adjustment == 'none' else ADJUST_METHOD[adjustment]} "
-                    f"p < {alpha}; {VARIANT_METHOD[variant]}",
-                    n=min(ns) if len(ns) == 1 else None,
+                    stat_name,
+                    value,
+                    f"{VARIANT_METHOD[variant]} (b={int(result.b[p])}, c={int(result.c[p])}); "
+                    f"{ROUTE_METHOD[route]}",
+                    n=int(result.n[p]),
                     route=route,
                     variant=variant,
+                    conditions=(a, b),
+                    role=role,
+                    inputs=inputs,
+                    keyset=columns[p][0].keyset,
+                    cohort=m.iri,
+                )
+                pair_stats.setdefault(s.identity(), s)
+    return used
+
+
+def _adjusted(
+    routes: Routes,
+    route: str,
+    role: str,
+    fam: dict,
+    positions: np.ndarray,
+    family_inputs: tuple[IRI, ...],
+    alpha: float,
+    primary_by_key: dict[tuple, Stat],
+) -> list[Stat]:
+    """Adjusted p-values of the family's tests and how many are significant, per variant."""
+    conds = routes.grid.condition_keys
+    name = fam["name"]
+    m = routes.matrix(route)
+    result, columns = routes.pairwise(route)
+    size = int(positions.size)
+    ns = {int(result.n[p]) for p in positions}
+    out: list[Stat] = []
+    for variant, (_, pv) in result.variants.items():
+        pvals = pv[positions]
+        counts = [("none", pvals)]
+        for adjustment in fam.get("adjustments", ["holm"]):
+            adjusted = paired.adjust(pvals, adjustment)
+            counts.append((adjustment, adjusted))
+            for p, value in zip(positions, adjusted, strict=True):
+                a, b = conds[int(result.i[p])], conds[int(result.j[p])]
+                s = Stat(
+                    "mcnemar_p_adjusted",
+                    float(value),
+                    f"{ADJUST_METHOD[adjustment]} over the {size} tests of family {name}; "
+                    f"{VARIANT_METHOD[variant]}",
+                    n=int(result.n[p]),
+                    route=route,
+                    variant=variant,
+                    conditions=(a, b),
                     adjustment=adjustment,
                     family=name,
                     family_size=size,
-                    alpha=alpha,
                     role=role,
                     inputs=family_inputs,
-                    keyset=m.keyset,
+                    keyset=columns[p][0].keyset,
                     cohort=m.iri,
                 )
                 out.append(_link(s, role, primary_by_key))
+        for adjustment, values in counts:
+            s = Stat(
+                "significant_count",
+                float(int((values < alpha).sum())),
+                f"tests of family {name} with "
+                f"{'unadjusted' if adjustment == 'none' else ADJUST_METHOD[adjustment]} "
+                f"p < {alpha}; {VARIANT_METHOD[variant]}",
+                n=min(ns) if len(ns) == 1 else None,
+                route=route,
+                variant=variant,
+                adjustment=adjustment,
+                family=name,
+                family_size=size,
+                alpha=alpha,
+                role=role,
+                inputs=family_inputs,
+                keyset=m.keyset,
+                cohort=m.iri,
+            )
+            out.append(_link(s, role, primary_by_key))
+    return out
+
+
+def _link_pair_sensitivity(pair_stats: dict[tuple, Stat]) -> None:
+    """Point each sensitivity pair test at the primary test of the same name, pair and variant."""
     for s in pair_stats.values():
         if s.role == "sensitivity" and s.sensitivity_for is None:
             key = (s.name, s.conditions, s.variant)
@@ -332,7 +266,6 @@ def _family(
                 if t.role == "primary" and (t.name, t.conditions, t.variant) == key:
                     s.sensitivity_for = t
                     break
-    return out
 
 
 def _link(s: Stat, role: str, primary_by_key: dict[tuple, Stat]) -> Stat:
@@ -344,7 +277,7 @@ def _link(s: Stat, role: str, primary_by_key: dict[tuple, Stat]) -> Stat:
     return s
 
 
-def _clustered(routes: _Routes, analysis: dict, grid: CellGrid, notes: list[str]) -> list[Stat]:
+def _clustered(routes: Routes, analysis: dict, grid: CellGrid, notes: list[str]) -> list[Stat]:
     """Cluster-aware inference on the globally complete cohort, by study and by patient."""
     out: list[Stat] = []
     m = routes.matrix("globally-complete")
@@ -352,98 +285,127 @@ def _clustered(routes: _Routes, analysis: dict, grid: CellGrid, notes: list[str]
     if y is None or y.shape[0] == 0:
         return out
     rows = routes.complete_rows
-    conds = grid.condition_keys
-    boot = analysis.get("bootstrap") or {}
-    resamples, seed, level = (
-        int(boot.get("resamples", 10000)),
-        int(boot.get("seed", 0)),
-        float(boot.get("level", 0.95)),
-    )
-    inputs = tuple(c.iri for c in m.columns)
-    case_names = np.array(grid.case_keys, dtype=object)
+    resamples, seed, level = bootstrap_settings(analysis)
     for unit in analysis.get("clusters", []):
-        in_cohort = np.unique(grid.block_case[rows])
-        if unit == "study":
-            names = case_names
-        else:
-            missing = sorted(str(case_names[c]) for c in in_cohort if case_names[c] not in grid.patients)
-            if missing:
-                notes.append(
-                    f"no clustering by patient: {len(missing)} case(s) of the cohort have no pg:patient link "
-                    f"(e.g. {missing[0]})"
-                )
-                continue
-            names = np.array([grid.patients.get(c, "") for c in grid.case_keys], dtype=object)
-        codes = np.unique(names[grid.block_case[rows]], return_inverse=True)[1]
+        codes = _cluster_codes(grid, rows, unit, notes)
+        if codes is None:
+            continue
         common = {"route": "globally-complete", "cluster": unit, "cohort": m.iri, "keyset": m.keyset}
         if analysis.get("omnibus", True):
-            q = cluster.clustered_cochran(y, codes)
-            method = (
-                f"cluster-robust score test of equal proportions across {len(conds)} conditions "
-                f"(row-centred {unit} totals, chi-square({q.df})); "
-                "reduces to McNemar/Durkalski for 2 conditions"
-            )
-            for name, value in (("cochran_q", q.statistic), ("cochran_q_p", q.p)):
-                out.append(
-                    Stat(
-                        name,
-                        value,
-                        method,
-                        n=int(y.shape[0]),
-                        variant="cluster-robust",
-                        df=q.df,
-                        cluster_count=q.clusters,
-                        inputs=inputs,
-                        **common,
-                    )  # type: ignore[arg-type]
-                )
-        stat, p, g = cluster.clustered_mcnemar(y, codes)
-        i, j = paired.pair_index(len(conds))
-        for pos in range(i.size):
-            a, b = int(i[pos]), int(j[pos])
-            pair_inputs = (m.columns[a].iri, m.columns[b].iri)
-            for name, value in (("mcnemar_chi2", stat[pos]), ("mcnemar_p", p[pos])):
-                out.append(
-                    Stat(
-                        name,
-                        float(value),
-                        f"clustered McNemar (Durkalski 2003), clusters = {unit}, chi-square(1)",
-                        n=int(y.shape[0]),
-                        variant="clustered",
-                        conditions=(conds[a], conds[b]),
-                        cluster_count=int(g[pos]),
-                        inputs=pair_inputs,
-                        **common,
-                    )  # type: ignore[arg-type]
-                )
-        sums, sizes = cluster.cluster_sums(y, codes)
+            out += _clustered_omnibus(y, codes, unit, m, common)
+        out += _clustered_pairs(y, codes, unit, m, common)
         if resamples:
-            ci = cluster.cluster_bootstrap_ratios(
-                sums,
-                np.repeat(sizes[:, None], len(conds), axis=1),
-                resamples,
-                cluster.seed_for(seed, "proportion_correct", unit),
-                level,
+            out += _clustered_intervals(y, codes, unit, m, common, resamples, seed, level)
+    return out
+
+
+def _cluster_codes(grid: CellGrid, rows: np.ndarray, unit: str, notes: list[str]) -> np.ndarray | None:
+    """The cluster of each cohort block (by study, or by patient when every case has one)."""
+    case_names = np.array(grid.case_keys, dtype=object)
+    if unit == "study":
+        names = case_names
+    else:
+        in_cohort = np.unique(grid.block_case[rows])
+        missing = sorted(str(case_names[c]) for c in in_cohort if case_names[c] not in grid.patients)
+        if missing:
+            notes.append(
+                f"no clustering by patient: {len(missing)} case(s) of the cohort have no pg:patient link "
+                f"(e.g. {missing[0]})"
             )
-            for jj, cond in enumerate(conds):
-                for name, value in (
-                    ("proportion_correct_ci_low", ci.low[jj]),
-                    ("proportion_correct_ci_high", ci.high[jj]),
-                ):
-                    out.append(
-                        Stat(
-                            name,
-                            float(value),
-                            f"{level:.0%} percentile interval, cluster bootstrap resampling {unit} clusters "
-                            f"({resamples} resamples, seed {seed})",
-                            n=int(y.shape[0]),
-                            conditions=(cond,),
-                            cluster_count=ci.clusters,
-                            resamples=resamples,
-                            seed=seed,
-                            level=level,
-                            inputs=(m.columns[jj].iri,),
-                            **common,
-                        )  # type: ignore[arg-type]
-                    )
+            return None
+        names = np.array([grid.patients.get(c, "") for c in grid.case_keys], dtype=object)
+    return np.unique(names[grid.block_case[rows]], return_inverse=True)[1]
+
+
+def _clustered_omnibus(y: np.ndarray, codes: np.ndarray, unit: str, m: Matrix, common: dict) -> list[Stat]:
+    q = cluster.clustered_cochran(y, codes)
+    method = (
+        f"cluster-robust score test of equal proportions across {len(m.conditions)} conditions "
+        f"(row-centred {unit} totals, chi-square({q.df})); "
+        "reduces to McNemar/Durkalski for 2 conditions"
+    )
+    inputs = tuple(c.iri for c in m.columns)
+    return [
+        Stat(
+            name,
+            value,
+            method,
+            n=int(y.shape[0]),
+            variant="cluster-robust",
+            df=q.df,
+            cluster_count=q.clusters,
+            inputs=inputs,
+            **common,
+        )  # type: ignore[arg-type]
+        for name, value in (("cochran_q", q.statistic), ("cochran_q_p", q.p))
+    ]
+
+
+def _clustered_pairs(y: np.ndarray, codes: np.ndarray, unit: str, m: Matrix, common: dict) -> list[Stat]:
+    out: list[Stat] = []
+    conds = m.conditions
+    stat, p, g = cluster.clustered_mcnemar(y, codes)
+    i, j = paired.pair_index(len(conds))
+    for pos in range(i.size):
+        a, b = int(i[pos]), int(j[pos])
+        pair_inputs = (m.columns[a].iri, m.columns[b].iri)
+        for name, value in (("mcnemar_chi2", stat[pos]), ("mcnemar_p", p[pos])):
+            out.append(
+                Stat(
+                    name,
+                    float(value),
+                    f"clustered McNemar (Durkalski 2003), clusters = {unit}, chi-square(1)",
+                    n=int(y.shape[0]),
+                    variant="clustered",
+                    conditions=(conds[a], conds[b]),
+                    cluster_count=int(g[pos]),
+                    inputs=pair_inputs,
+                    **common,
+                )  # type: ignore[arg-type]
+            )
+    return out
+
+
+def _clustered_intervals(
+    y: np.ndarray,
+    codes: np.ndarray,
+    unit: str,
+    m: Matrix,
+    common: dict,
+    resamples: int,
+    seed: int,
+    level: float,
+) -> list[Stat]:
+    """Cluster-bootstrap intervals of each condition's proportion correct."""
+    out: list[Stat] = []
+    conds = m.conditions
+    sums, sizes = cluster.cluster_sums(y, codes)
+    ci = cluster.cluster_bootstrap_ratios(
+        sums,
+        np.repeat(sizes[:, None], len(conds), axis=1),
+        resamples,
+        cluster.seed_for(seed, "proportion_correct", unit),
+        level,
+    )
+    for jj, cond in enumerate(conds):
+        for name, value in (
+            ("proportion_correct_ci_low", ci.low[jj]),
+            ("proportion_correct_ci_high", ci.high[jj]),
+        ):
+            out.append(
+                Stat(
+                    name,
+                    float(value),
+                    f"{level:.0%} percentile interval, cluster bootstrap resampling {unit} clusters "
+                    f"({resamples} resamples, seed {seed})",
+                    n=int(y.shape[0]),
+                    conditions=(cond,),
+                    cluster_count=ci.clusters,
+                    resamples=resamples,
+                    seed=seed,
+                    level=level,
+                    inputs=(m.columns[jj].iri,),
+                    **common,
+                )  # type: ignore[arg-type]
+            )
     return out

@@ -17,14 +17,20 @@ import json
 import logging
 import tempfile
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from provgraph import __version__
 from provgraph.bundle.contract.load import apply_defaults
 from provgraph.bundle.contract.sections import analysis as analysis_section
+from provgraph.errors import UsageError
 from provgraph.rdf.terms import IRI, TripleWriter, mint
 from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
-from provgraph.stats.cells import PREFIXES, build_grid, key_of
+from provgraph.stats.cells import build_grid
 from provgraph.stats.compute import CellResults, compute
+from provgraph.stats.core.grid import CellGrid
+from provgraph.stats.matrices import Matrix
+from provgraph.stats.query import PREFIXES, key_of
 from provgraph.stats.reviews import ReviewResults, reviewer_statistics
 from provgraph.stats.statistic import (
     ADJUSTMENT_ALIASES,
@@ -63,8 +69,6 @@ class Outcome:
 
 
 def inputs_fingerprint(store: Store) -> str:
-    from provgraph import __version__
-
     slots = [s for s in catalog.slots(store) if not s.key.startswith(("check:", "analysis:"))]
     text = f"{__version__}/{ENGINE_VERSION}\n" + "".join(f"{s.key}\t{s.fingerprint}\n" for s in slots)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -80,8 +84,6 @@ def settings(store: Store) -> tuple[str, dict | None, dict]:
                OPTIONAL { ?a a pg:AnalysisPlan ; pg:contract ?c ; pg:settings ?analysis } }"""
     )
     if not rows:
-        from provgraph.errors import UsageError
-
         raise UsageError("no contract in the store: run `provgraph ingest` on the bundle first")
     r = rows[0]
     annotation = json.loads(r["annotation"].value) if r["annotation"] else None  # type: ignore[union-attr]
@@ -214,8 +216,6 @@ def read_reported(store: Store, base: str, own_graph: str | None = None) -> list
 
 def tolerance_of(lexical: str) -> float:
     """Half a unit in the last digit of a written number."""
-    from decimal import Decimal, InvalidOperation
-
     try:
         exponent = int(Decimal(lexical).as_tuple().exponent)  # type: ignore[arg-type]
     except (InvalidOperation, ValueError):
@@ -226,20 +226,18 @@ def tolerance_of(lexical: str) -> float:
 # --- writing the graph -------------------------------------------------------------------------
 
 
-def _num(value: float) -> float:
-    return float(value)
-
-
 def write_graph(
     w: TripleWriter,
     base: str,
-    grid,
+    grid: CellGrid | None,
     cell_results: CellResults | None,
     reviews: ReviewResults | None,
     stats: list[Stat],
     links: list[tuple[Reported, Stat]],
     outcome: Outcome,
 ) -> None:
+    """Write the statistics graph: the recomputation, cell grid, matrices, review sets,
+    statistics, and the links (with tolerances) from the reported values they match."""
     add = w.add
     run = mint(base, "recomputation", "main")
     add(run, RDF_TYPE, PG.Recomputation)
@@ -248,62 +246,10 @@ def write_graph(
     add(run, PG.version, ENGINE_VERSION)
     for note in outcome.notes:
         add(run, PG.message, note)
-    cells = None
-    if grid is not None:
-        # One node stands for every cell (see provgraph.stats.cells): it derives from each label
-        # row (or reported cell) a cell was formed from, so lineage reaches every cell.
-        cells = mint(base, "cell-grid", "main")
-        add(cells, RDF_TYPE, PG.CellGrid)
-        add(cells, PG.cellSource, grid.source)
-        add(cells, PG.n, grid.cell_count)
-        add(cells, PG.blockCount, grid.block_count)
-        add(cells, PG.conditionCount, len(grid.condition_keys))
-        add(
-            cells,
-            PG.labelledBlocks,
-            json.dumps(
-                {
-                    "conditions": grid.labelled_conditions,
-                    "by_conditions": {str(k): v for k, v in grid.labelled.items()},
-                },
-                sort_keys=True,
-            ),
-        )
-        add(cells, PROV.wasGeneratedBy, run)
-        for source in grid.used_sources():
-            add(cells, PROV.wasDerivedFrom, IRI(source))
+    cells = _write_cells(add, base, run, grid) if grid is not None else None
     if cell_results is not None:
         for m in cell_results.matrices:
-            add(m.iri, RDF_TYPE, PG.KeyedMatrix)
-            add(m.iri, PG.cohortRule, m.route)
-            add(m.iri, PG.n, m.n)
-            add(m.iri, PG.blockCount, m.block_count)
-            add(m.iri, PG.conditionCount, len(m.conditions))
-            add(m.iri, PG.keySetSha256, m.keyset)
-            add(m.iri, PG.mispairedPositions, m.mispaired)
-            add(m.iri, PROV.wasGeneratedBy, run)
-            add(m.iri, PROV.wasDerivedFrom, cells)
-            for col in m.columns:
-                add(m.iri, PROV.hadMember, col.iri)
-                add(col.iri, RDF_TYPE, PG.MatrixColumn)
-                add(col.iri, PG.condition, mint(base, "condition", col.condition))
-                add(col.iri, PG.n, col.n)
-                add(col.iri, PG.keySetSha256, col.keyset)
-                add(col.iri, PROV.wasDerivedFrom, cells)
-            for (cause, cond), count in sorted(m.missing.items()):
-                node = mint(base, "missingness", m.route, cause, cond)
-                add(m.iri, PG.missingness, node)
-                add(node, RDF_TYPE, PG.Missingness)
-                add(node, PG.cause, cause)
-                add(node, PG.condition, mint(base, "condition", cond))
-                add(node, PG.missingCount, count)
-            excluded = m.block_count - m.n
-            if m.route != "pairwise-available" and excluded:
-                node = mint(base, "missingness", m.route, "blocks left out by the cohort rule")
-                add(m.iri, PG.missingness, node)
-                add(node, RDF_TYPE, PG.Missingness)
-                add(node, PG.cause, f"blocks left out by the {m.route} rule")
-                add(node, PG.missingCount, excluded)
+            _write_matrix(add, base, run, cells, m)
     if reviews is not None:
         for rset in reviews.sets:
             add(rset.iri, RDF_TYPE, PG.ReviewSet)
@@ -318,11 +264,65 @@ def write_graph(
             add(IRI(r.iri), PG.tolerance, tolerance_of(r.lexical))
 
 
+def _write_cells(add, base: str, run: IRI, grid: CellGrid) -> IRI:
+    """One node stands for every cell (see :mod:`provgraph.stats.core.grid`): it derives from each
+    label row (or reported cell) a cell was formed from, so lineage reaches every cell."""
+    cells = mint(base, "cell-grid", "main")
+    add(cells, RDF_TYPE, PG.CellGrid)
+    add(cells, PG.cellSource, grid.source)
+    add(cells, PG.n, grid.cell_count)
+    add(cells, PG.blockCount, grid.block_count)
+    add(cells, PG.conditionCount, len(grid.condition_keys))
+    labelled = {
+        "conditions": grid.labelled_conditions,
+        "by_conditions": {str(k): v for k, v in grid.labelled.items()},
+    }
+    add(cells, PG.labelledBlocks, json.dumps(labelled, sort_keys=True))
+    add(cells, PROV.wasGeneratedBy, run)
+    for source in grid.used_sources():
+        add(cells, PROV.wasDerivedFrom, IRI(source))
+    return cells
+
+
+def _write_matrix(add, base: str, run: IRI, cells: IRI | None, m: Matrix) -> None:
+    """A keyed matrix with its columns and its missingness table."""
+    add(m.iri, RDF_TYPE, PG.KeyedMatrix)
+    add(m.iri, PG.cohortRule, m.route)
+    add(m.iri, PG.n, m.n)
+    add(m.iri, PG.blockCount, m.block_count)
+    add(m.iri, PG.conditionCount, len(m.conditions))
+    add(m.iri, PG.keySetSha256, m.keyset)
+    add(m.iri, PG.mispairedPositions, m.mispaired)
+    add(m.iri, PROV.wasGeneratedBy, run)
+    add(m.iri, PROV.wasDerivedFrom, cells)
+    for col in m.columns:
+        add(m.iri, PROV.hadMember, col.iri)
+        add(col.iri, RDF_TYPE, PG.MatrixColumn)
+        add(col.iri, PG.condition, mint(base, "condition", col.condition))
+        add(col.iri, PG.n, col.n)
+        add(col.iri, PG.keySetSha256, col.keyset)
+        add(col.iri, PROV.wasDerivedFrom, cells)
+    for (cause, cond), count in sorted(m.missing.items()):
+        node = mint(base, "missingness", m.route, cause, cond)
+        add(m.iri, PG.missingness, node)
+        add(node, RDF_TYPE, PG.Missingness)
+        add(node, PG.cause, cause)
+        add(node, PG.condition, mint(base, "condition", cond))
+        add(node, PG.missingCount, count)
+    excluded = m.block_count - m.n
+    if m.route != "pairwise-available" and excluded:
+        node = mint(base, "missingness", m.route, "blocks left out by the cohort rule")
+        add(m.iri, PG.missingness, node)
+        add(node, RDF_TYPE, PG.Missingness)
+        add(node, PG.cause, f"blocks left out by the {m.route} rule")
+        add(node, PG.missingCount, excluded)
+
+
 def _write_stat(add, base: str, run: IRI, s: Stat) -> None:
     node = s.iri(base)
     add(node, RDF_TYPE, PG.Statistic)
     add(node, PG.statName, s.name)
-    add(node, PG.value, _num(s.value))
+    add(node, PG.value, float(s.value))
     add(node, PG.title, s.title())
     add(node, PG.method, s.method)
     add(node, PG.n, s.n)

@@ -211,3 +211,9 @@ def _same_conditions(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     if len(a) == 2 and len(b) == 2:
         return set(a) == set(b)
     return a == b
+
+
+def bootstrap_settings(analysis: dict) -> tuple[int, int, float]:
+    """(resamples, seed, level) of the analysis plan's bootstrap clause, with their defaults."""
+    boot = analysis.get("bootstrap") or {}
+    return int(boot.get("resamples", 10000)), int(boot.get("seed", 0)), float(boot.get("level", 0.95))
