@@ -25,7 +25,7 @@ import pyoxigraph as ox
 
 from provgraph.bundle.layout import Bundle
 from provgraph.errors import InputError, ProvgraphError, StoreUnavailable
-from provgraph.ingest.api import ImportContext, Importer, Problem, Progress, Source
+from provgraph.ingest.base import ImportContext, Importer, Problem, Progress, Source
 from provgraph.ingest.planner import choose_importer, plan_bundle
 from provgraph.ingest.sources import (
     HashCache,
