@@ -9,7 +9,7 @@ A complete test (the importer is registered for the block only, no package insta
         root = write_bundle(tmp_path / "b", {"latency.csv": "call_id,ms\\nc1,250\\n"})
         with registered(LatencyImporter):
             ingested = ingest_bundle(root)
-        assert ingested.problems == []
+        assert ingested.problems == [] and ingested.rejected == []
         assert ingested.select("SELECT ?s WHERE { ?s a pg:ModelCall }") == [...]
 
 The same, run here as a doctest, with a one-line importer that types each ``*.note`` file:
@@ -29,8 +29,10 @@ The same, run here as a doctest, with a one-line importer that types each ``*.no
 ['a.note', 'provgraph.toml']
 >>> with registered(Notes):
 ...     ingested = ingest_bundle(root)
->>> [(r.rel, r.importer, r.outcome) for r in ingested.results if r.importer == "notes"]
-[('a.note', 'notes', 'imported')]
+>>> ingested.result("a.note")
+ImportResult(rel='a.note', importer='notes', outcome='imported', ...)
+>>> ingested.problems, ingested.rejected
+([], [])
 >>> ingested.select("SELECT ?f WHERE { ?f a pg:File } ORDER BY ?f")
 [{'f': 'https://example.org/t/file/a.note'}]
 >>> ingested.close()
@@ -89,11 +91,16 @@ class Ingested:
     store: Store
     #: One result per planned source (importer, outcome, records, triples, problems).
     results: list[ImportResult]
-    #: Every record an importer rejected, over all sources.
+    #: Paths the planner could not give to an importer (a tie, an unreadable or excluded path).
     problems: list[Problem]
 
     def __iter__(self) -> Iterator[object]:
         return iter((self.store, self.results, self.problems))
+
+    @property
+    def rejected(self) -> list[Problem]:
+        """Every record an importer rejected, over all sources (``ctx.problem`` calls)."""
+        return [p for r in self.results for p in r.problems]
 
     def select(self, query: str) -> list[dict[str, str | None]]:
         """Run a SPARQL SELECT (the ``pg``, ``prov``, ``rdf``, ``rdfs`` and ``xsd`` prefixes
