@@ -236,12 +236,3 @@ def ingest_paths(
             if on_result:
                 on_result(result)
     return results, problems
-
-
-def describe_importer(importer: Importer) -> dict[str, Any]:
-    return {
-        "name": importer.name,
-        "version": importer.version,
-        "handles": importer.handles,
-        "description": importer.description,
-    }
