@@ -54,7 +54,7 @@ def baseline(files: list[Path]) -> float:
 def importer_pass(root: Path) -> float:
     """The importer's ingest() over the already-described folder, writing N-Triples to /dev/null."""
     from provgraph.bundle.layout import Bundle
-    from provgraph.ingest.api import ImportContext, Progress
+    from provgraph.ingest.base import ImportContext, Progress
     from provgraph.ingest.registry import get
     from provgraph.ingest.sources import describe_source
     from provgraph.rdf.terms import TripleWriter

@@ -6,17 +6,27 @@ the CLI returns for it; the CLI prints ``str(err)`` as one line on stderr, never
 
 from __future__ import annotations
 
+from enum import IntEnum
 from pathlib import Path
 
-EXIT_OK = 0
-EXIT_VIOLATIONS = 1
-EXIT_USAGE = 2
+
+class ExitCode(IntEnum):
+    """What the ``provgraph`` command exits with (the README's "Exit codes" table)."""
+
+    #: Success; for ``check``, the gate passes.
+    OK = 0
+    #: The gate fails: ``check`` (and ``lineage``, ``release``) found blocking violations.
+    VIOLATIONS = 1
+    #: Usage or input error (bad option, contract or records), or the store cannot be used.
+    USAGE = 2
+    #: A bug in provgraph (an unexpected exception); ``-v`` shows the traceback.
+    INTERNAL = 3
 
 
 class ProvgraphError(Exception):
     """Root of all provgraph errors."""
 
-    exit_code: int = EXIT_USAGE
+    exit_code: ExitCode = ExitCode.USAGE
 
 
 class UsageError(ProvgraphError):

@@ -1,5 +1,6 @@
-"""Shared fixtures: real in-memory and on-disk Oxigraph stores, bundles written to tmp_path,
-and a CLI runner that goes through the real entry point (exit codes, stderr lines)."""
+"""Shared fixtures: real in-memory and on-disk Oxigraph stores, bundles written to tmp_path
+(generic helpers from :mod:`provgraph.ingest.testing`), and a CLI runner that goes through the
+real entry point (exit codes, stderr lines)."""
 
 from __future__ import annotations
 
@@ -10,45 +11,25 @@ from pathlib import Path
 
 import pytest
 
-from provgraph.bundle.layout import Bundle
-from provgraph.ingest.run import ingest_paths
+from provgraph.ingest import testing
+from provgraph.ingest.testing import CONTRACT, ingest_bundle  # noqa: F401 (tests import them from here)
 from provgraph.store import open_store
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RULE_FIXTURES = FIXTURES / "rules"
 
-CONTRACT = """[project]
-name = "t"
-base_iri = "https://example.org/t/"
-"""
 PLAN_CONTRACT = CONTRACT + '\n[plan]\nfile = "plan.csv"\n'
 
 
 def write_bundle(root: Path, files: dict[str, str | bytes], contract: str = PLAN_CONTRACT) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "provgraph.toml").write_text(contract, encoding="utf-8")
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-    return root
+    """:func:`provgraph.ingest.testing.write_bundle`, with a contract that names a plan file."""
+    return testing.write_bundle(root, files, contract)
 
 
 def copy_bundle(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".provgraph"))
     return dst
-
-
-def ingest_bundle(root: Path, store=None):
-    """Ingest a whole bundle into ``store`` (default: a fresh in-memory store)."""
-    store = store or open_store(None)
-    bundle = Bundle.open(root)
-    results, problems = ingest_paths(store, bundle, [bundle.root])
-    return store, results, problems
 
 
 @dataclass

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provgraph.bundle.layout import Bundle
-from provgraph.ingest.api import LIKELY, NO, ImportContext, Importer, Source
-from provgraph.rdf.vocab import PG, RDF_TYPE
+from provgraph.ingest.api import LIKELY, NO, PG, RDF_TYPE, Bundle, ImportContext, Importer, Source
 
 
 class _Twin(Importer):

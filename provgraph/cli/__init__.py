@@ -14,9 +14,7 @@ from pathlib import Path
 import click
 
 from provgraph import __version__
-from provgraph.errors import EXIT_USAGE, ProvgraphError
-
-EXIT_INTERNAL = 3
+from provgraph.errors import ExitCode, ProvgraphError
 
 
 @dataclass
@@ -134,10 +132,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(err.exit_code)
     except click.exceptions.Abort:
         click.echo("provgraph: aborted", err=True)
-        sys.exit(EXIT_USAGE)
+        sys.exit(ExitCode.USAGE)
     except click.ClickException as err:
         err.show()
-        sys.exit(EXIT_USAGE if err.exit_code != 0 else 0)
+        sys.exit(ExitCode.USAGE if err.exit_code != 0 else 0)
     except KeyboardInterrupt:
         click.echo("provgraph: interrupted; the store keeps its last complete state", err=True)
         sys.exit(130)
@@ -152,5 +150,5 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        sys.exit(EXIT_INTERNAL)
+        sys.exit(ExitCode.INTERNAL)
     sys.exit(code if isinstance(code, int) else 0)

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import out
-from provgraph.errors import EXIT_OK, EXIT_VIOLATIONS
+from provgraph.errors import ExitCode
 from provgraph.rules.formats import FORMATS
 from provgraph.rules.rule import CLAUSES
 
@@ -90,7 +90,7 @@ def command(
     if output is not None or not machine:
         style = "bold green" if report.passed else "bold red"
         out.print(Text(gate_line(report), style=style))
-    return EXIT_OK if report.passed else EXIT_VIOLATIONS
+    return ExitCode.OK if report.passed else ExitCode.VIOLATIONS
 
 
 def _print_table(report, limit: int | None) -> None:  # report: CheckReport

@@ -17,7 +17,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from provgraph.ingest.api import Progress as ProgressHook
+from provgraph.ingest.base import Progress as ProgressHook
 
 
 def _width(stream) -> int | None:

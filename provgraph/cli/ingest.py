@@ -9,7 +9,7 @@ from rich.table import Table
 
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import err, out, progress_bar
-from provgraph.errors import EXIT_OK, EXIT_USAGE
+from provgraph.errors import ExitCode
 
 
 @click.command("ingest")
@@ -50,7 +50,7 @@ def command(app: App, paths: tuple[Path, ...], importer_name: str | None, dry_ru
             if any(overlaps(p.path, r) for r in rels):
                 err.print(f"provgraph: {p}", markup=False)
         out.print(table)
-        return EXIT_OK
+        return ExitCode.OK
 
     store = app.open_store(bundle)
     table = Table(
@@ -103,4 +103,4 @@ def command(app: App, paths: tuple[Path, ...], importer_name: str | None, dry_ru
             f"{counts['failed']} failed{removed}; {len(bad)} records rejected; "
             f"store holds {store.quad_count()} quads"
         )
-    return EXIT_USAGE if failed or bad else EXIT_OK
+    return ExitCode.USAGE if failed or bad else ExitCode.OK

@@ -8,7 +8,7 @@ import click
 
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import out
-from provgraph.errors import EXIT_OK, EXIT_VIOLATIONS
+from provgraph.errors import ExitCode
 
 
 @click.command("lineage")
@@ -61,7 +61,7 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int) -> 
     matches = resolve(store, target, base)
     if not matches:
         click.echo(f"{target}: matches no node, claim, reported value or statistic in the store")
-        return EXIT_VIOLATIONS
+        return ExitCode.VIOLATIONS
     lineages = [trace(store, iri, max_nodes) for iri in matches]
     if fmt == "json":
         click.echo(json.dumps({"target": target, "matches": [lin.to_dict() for lin in lineages]}, indent=2))
@@ -77,4 +77,4 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int) -> 
             out.print("")
         for lin in lineages:
             click.echo(render_tree(lin, base))
-    return EXIT_OK
+    return ExitCode.OK

@@ -8,7 +8,7 @@ import click
 
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import out
-from provgraph.errors import EXIT_OK, EXIT_VIOLATIONS
+from provgraph.errors import ExitCode
 
 
 @click.group("release")
@@ -39,7 +39,7 @@ def build_cmd(app: App) -> int:
     rel = bundle.relpath(built.archive)
     out.print(f"released {rel}: {len(built.members)} files, sha256 {built.sha256}")
     out.print(f"manifest {bundle.relpath(built.manifest)}; gate passed ({report.counts()['pass']} rules)")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 @command.command("verify")
@@ -75,7 +75,7 @@ def verify_cmd(app: App, archive: Path, manifest: Path | None, no_privacy: bool)
         out.print(f"  privacy: {finding}")
     if result.ok:
         out.print(f"{archive.name}: OK ({result.members} files match its SHA256SUMS)", style="bold green")
-        return EXIT_OK
+        return ExitCode.OK
     n = len(result.problems) + len(result.findings)
     out.print(f"{archive.name}: FAILED ({n} problem{'s' if n != 1 else ''})", style="bold red")
-    return EXIT_VIOLATIONS
+    return ExitCode.VIOLATIONS

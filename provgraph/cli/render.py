@@ -8,7 +8,7 @@ import click
 
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import err, out
-from provgraph.errors import EXIT_OK, EXIT_USAGE, UsageError
+from provgraph.errors import ExitCode, UsageError
 
 
 @click.command("render")
@@ -74,4 +74,4 @@ def command(app: App, sources: tuple[Path, ...], output: Path, window: tuple[flo
             f"({inverted} MONOCHROME1 inverted); {failed} failed",
             markup=False,
         )
-    return EXIT_USAGE if failed else EXIT_OK
+    return ExitCode.USAGE if failed else ExitCode.OK

@@ -9,7 +9,7 @@ import click
 
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import err
-from provgraph.errors import EXIT_OK, EXIT_USAGE, ProvgraphError
+from provgraph.errors import ExitCode, ProvgraphError
 
 FORMATS = ("dot", "svg", "png")
 
@@ -112,5 +112,5 @@ def command(
         err.print(f"note: {note}")
     if missing:
         err.print(f"provgraph: {dot.INSTALL_HINT}", style="yellow")
-        return EXIT_USAGE if formats else EXIT_OK
-    return EXIT_OK
+        return ExitCode.USAGE if formats else ExitCode.OK
+    return ExitCode.OK

@@ -16,7 +16,6 @@ Bare integers are not claims (years, section and reference numbers), unless name
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -326,11 +325,3 @@ class Registry:
 
 def normal_text(text: str) -> str:
     return re.sub(r"\s+", "", text).replace("\\%", "%")
-
-
-def registry_value_key(v: RegistryValue) -> tuple[str, str]:
-    return (v.name, normal_text(v.text))
-
-
-def iter_lines(text: str) -> Iterable[tuple[int, str]]:
-    return enumerate(text.splitlines(), start=1)

@@ -67,7 +67,3 @@ def format_gnu(entries: Iterable[tuple[str, str]]) -> str:
         else:
             out.append(f"{digest}  {path}\n")
     return "".join(out)
-
-
-def is_manifest_name(name: str) -> bool:
-    return name in MANIFEST_NAMES or name.lower().endswith(".sha256")

@@ -14,14 +14,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from provgraph.bundle.layout import Bundle
 from provgraph.evidence import sha256sums as sums
 from provgraph.evidence.archive import ARCHIVE_SUFFIXES, Limits, archive_kind, walk
 from provgraph.evidence.claimnodes import emit_text, is_latex
 from provgraph.evidence.claims import Registry
 from provgraph.evidence.patterns import matcher
-from provgraph.ingest.api import CERTAIN, NO, ImportContext, Importer, Source
-from provgraph.rdf.vocab import PG, RDF_TYPE
+from provgraph.ingest.api import CERTAIN, NO, PG, RDF_TYPE, Bundle, ImportContext, Importer, Source
 
 #: Texts and manifests larger than this are hashed but not read for claims or entries.
 MAX_TEXT_BYTES = 32 << 20

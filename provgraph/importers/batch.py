@@ -15,11 +15,20 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
-from provgraph.bundle.layout import Bundle
 from provgraph.evidence.identity import Identity, write_identity
-from provgraph.ingest.api import CERTAIN, NO, ImportContext, Importer, Source
-from provgraph.ingest.readers import first_json_object, read_jsonl
-from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
+from provgraph.ingest.api import (
+    CERTAIN,
+    NO,
+    PG,
+    PROV,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    Source,
+    first_json_object,
+    read_jsonl,
+)
 
 TERMINAL = {"ok", "error", "refused", "length", "canceled", "expired", "timeout", "parse_error"}
 _SUFFIXES = (".jsonl", ".ndjson")

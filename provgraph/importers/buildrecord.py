@@ -20,11 +20,19 @@ import re
 from pathlib import Path
 from typing import Any
 
-from provgraph.bundle.layout import Bundle
-from provgraph.errors import InputError
 from provgraph.evidence.buildnodes import Recorded, write_build
-from provgraph.ingest.api import CERTAIN, LIKELY, NO, ImportContext, Importer, Source
-from provgraph.ingest.readers import first_json_object, read_jsonl
+from provgraph.ingest.api import (
+    CERTAIN,
+    LIKELY,
+    NO,
+    Bundle,
+    ImportContext,
+    Importer,
+    InputError,
+    Source,
+    first_json_object,
+    read_jsonl,
+)
 
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 KEYS = {"output", "outputs", "inputs", "script", "parameters", "time", "command"}

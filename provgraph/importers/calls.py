@@ -23,11 +23,19 @@ import re
 from pathlib import Path
 from typing import Any
 
-from provgraph.bundle.layout import Bundle
 from provgraph.evidence.identity import CAPTURE_POINTS, Identity, Prompt, prompt_sha256, write_identity
-from provgraph.ingest.api import LIKELY, NO, ImportContext, Importer, Source
-from provgraph.ingest.readers import first_json_object, read_jsonl
-from provgraph.rdf.vocab import PG, RDF_TYPE
+from provgraph.ingest.api import (
+    LIKELY,
+    NO,
+    PG,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    Source,
+    first_json_object,
+    read_jsonl,
+)
 
 #: status as written (lower-cased) -> normalised status
 STATUS = {

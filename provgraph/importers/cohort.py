@@ -15,11 +15,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provgraph.bundle.layout import Bundle
-from provgraph.ingest.api import CERTAIN, LIKELY, NO, ImportContext, Importer, Source
-from provgraph.ingest.patients import Patients, UsesSecret
-from provgraph.ingest.readers import csv_header, read_csv
-from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
+from provgraph.ingest.api import (
+    CERTAIN,
+    LIKELY,
+    NO,
+    PG,
+    PROV,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    Patients,
+    Source,
+    UsesSecret,
+    csv_header,
+    read_csv,
+)
 
 REQUIRED = ("case_key", "inclusion")
 INCLUDE = {"include", "included", "yes", "y", "true", "1"}

@@ -6,10 +6,18 @@ from pathlib import Path
 
 from provgraph.bundle.contract import CONTRACT_FILE, load_contract
 from provgraph.bundle.contract.sections import section_modules
-from provgraph.bundle.layout import Bundle
-from provgraph.errors import InputError
-from provgraph.ingest.api import CERTAIN, NO, ImportContext, Importer, Source
-from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
+from provgraph.ingest.api import (
+    CERTAIN,
+    NO,
+    PG,
+    PROV,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    InputError,
+    Source,
+)
 
 
 class ContractImporter(Importer):

@@ -34,10 +34,22 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from provgraph.bundle.layout import Bundle
-from provgraph.ingest.api import CERTAIN, LIKELY, NO, ImportContext, Importer, Member, Source, tree_rels
-from provgraph.ingest.patients import Patients, UsesSecret
-from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
+from provgraph.ingest.api import (
+    CERTAIN,
+    LIKELY,
+    NO,
+    PG,
+    PROV,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    Member,
+    Patients,
+    Source,
+    UsesSecret,
+    tree_rels,
+)
 
 DICOM_SUFFIXES = {".dcm", ".dicom"}
 #: Suffixes of formats that are never DICOM (DICOM files carry .dcm, no suffix, or a UID part).

@@ -12,10 +12,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from provgraph.bundle.layout import Bundle
-from provgraph.errors import InputError
 from provgraph.evidence.buildnodes import Recorded, write_build
-from provgraph.ingest.api import CERTAIN, NO, ImportContext, Importer, Source
+from provgraph.ingest.api import CERTAIN, NO, Bundle, ImportContext, Importer, InputError, Source
 
 
 def _recorded(item: Any) -> Recorded | str:

@@ -24,11 +24,21 @@ from pathlib import Path
 from typing import Any
 
 from provgraph.bundle.contract.sections.annotation import STATES
-from provgraph.bundle.layout import Bundle
 from provgraph.evidence import labelrows
-from provgraph.ingest.api import LIKELY, NO, ImportContext, Importer, Source
-from provgraph.ingest.readers import first_json_object, read_jsonl, record_problem
-from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
+from provgraph.ingest.api import (
+    LIKELY,
+    NO,
+    PG,
+    PROV,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    Source,
+    first_json_object,
+    read_jsonl,
+    record_problem,
+)
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 FIELDS: dict[str, tuple[type, ...]] = {

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provgraph.bundle.layout import Bundle
-from provgraph.ingest.api import FALLBACK, ImportContext, Importer, Source
-from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
+from provgraph.ingest.api import FALLBACK, PG, PROV, RDF_TYPE, Bundle, ImportContext, Importer, Source
 
 
 class FilesImporter(Importer):

@@ -18,10 +18,19 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from provgraph.bundle.layout import Bundle
-from provgraph.errors import InputError, MissingExtraError
-from provgraph.ingest.api import CERTAIN, LIKELY, NO, ImportContext, Importer, Source
-from provgraph.rdf.vocab import PG, RDF_TYPE
+from provgraph.ingest.api import (
+    CERTAIN,
+    LIKELY,
+    NO,
+    PG,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    InputError,
+    MissingExtraError,
+    Source,
+)
 
 
 def _git(repo: Path, *args: str, data: bytes | None = None) -> bytes:

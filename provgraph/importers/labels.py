@@ -29,12 +29,22 @@ import hashlib
 from pathlib import Path
 
 from provgraph.bundle.contract.sections.annotation import CHEXPERT_FINDINGS, STATES
-from provgraph.bundle.layout import Bundle
-from provgraph.errors import InputError
 from provgraph.evidence import labelrows
-from provgraph.ingest.api import CERTAIN, LIKELY, NO, ImportContext, Importer, Source
-from provgraph.ingest.readers import csv_header, read_csv
-from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
+from provgraph.ingest.api import (
+    CERTAIN,
+    LIKELY,
+    NO,
+    PG,
+    PROV,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    InputError,
+    Source,
+    csv_header,
+    read_csv,
+)
 
 #: CheXpert coding (labeler output, MIMIC reference, CheXbert as written)
 CHEXPERT_CODES = {

@@ -10,11 +10,19 @@ from __future__ import annotations
 import posixpath
 from pathlib import Path
 
-from provgraph.bundle.layout import Bundle
 from provgraph.evidence import sha256sums as sums
-from provgraph.ingest.api import CERTAIN, LIKELY, NO, ImportContext, Importer, Source
-from provgraph.ingest.readers import sniff_text
-from provgraph.rdf.vocab import PG, RDF_TYPE
+from provgraph.ingest.api import (
+    CERTAIN,
+    LIKELY,
+    NO,
+    PG,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    Source,
+    sniff_text,
+)
 
 
 class ManifestImporter(Importer):

@@ -19,12 +19,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from provgraph.bundle.layout import Bundle
-from provgraph.ingest.api import LIKELY, NO, ImportContext, Importer, Source
-from provgraph.ingest.patients import Patients, UsesSecret
-from provgraph.ingest.readers import csv_header, read_csv
-from provgraph.rdf.terms import IRI
-from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
+from provgraph.ingest.api import (
+    IRI,
+    LIKELY,
+    NO,
+    PG,
+    PROV,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    Patients,
+    Source,
+    UsesSecret,
+    csv_header,
+    read_csv,
+)
 
 SPLITS = ("train", "validate", "test")
 

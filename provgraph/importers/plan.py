@@ -9,10 +9,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from provgraph.bundle.contract.sections.plan import plan_file
-from provgraph.bundle.layout import Bundle
-from provgraph.ingest.api import CERTAIN, LIKELY, NO, ImportContext, Importer, Source
-from provgraph.ingest.readers import csv_header, read_csv
-from provgraph.rdf.vocab import PG, RDF_TYPE
+from provgraph.ingest.api import (
+    CERTAIN,
+    LIKELY,
+    NO,
+    PG,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    Source,
+    csv_header,
+    read_csv,
+)
 
 REQUIRED = ("call_id", "case", "condition")
 

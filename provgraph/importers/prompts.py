@@ -9,11 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from provgraph.bundle.contract.sections.conditions import prompt_files
-from provgraph.bundle.layout import Bundle
-from provgraph.errors import InputError
 from provgraph.evidence.identity import declared_text, sha256_text
-from provgraph.ingest.api import CERTAIN, NO, ImportContext, Importer, Source
-from provgraph.rdf.vocab import PG, RDF_TYPE
+from provgraph.ingest.api import (
+    CERTAIN,
+    NO,
+    PG,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    InputError,
+    Source,
+)
 
 
 class PromptFileImporter(Importer):

@@ -17,13 +17,24 @@ import os
 from pathlib import Path
 from typing import Any
 
-from provgraph.bundle.layout import Bundle
-from provgraph.errors import ProvgraphError
 from provgraph.evidence.renderings import FORMAT, SIDECAR_SUFFIX, check_record, sidecar_for
-from provgraph.ingest.api import CERTAIN, LIKELY, NO, ImportContext, Importer, Source, tree_rels
-from provgraph.ingest.readers import first_json_object, read_jsonl
-from provgraph.rdf.terms import IRI
-from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
+from provgraph.ingest.api import (
+    CERTAIN,
+    IRI,
+    LIKELY,
+    NO,
+    PG,
+    PROV,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    ProvgraphError,
+    Source,
+    first_json_object,
+    read_jsonl,
+    tree_rels,
+)
 
 
 def is_sidecar(name: str) -> bool:

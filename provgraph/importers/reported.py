@@ -21,12 +21,25 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from provgraph.bundle.layout import Bundle
-from provgraph.errors import InputError
-from provgraph.ingest.api import LIKELY, MAYBE, NO, ImportContext, Importer, Source
-from provgraph.ingest.readers import csv_header, read_csv, record_problem, sniff_text
-from provgraph.rdf.terms import Lit
-from provgraph.rdf.vocab import PG, PROV, RDF_TYPE, XSD_NS
+from provgraph.ingest.api import (
+    LIKELY,
+    MAYBE,
+    NO,
+    PG,
+    PROV,
+    RDF_TYPE,
+    XSD_NS,
+    Bundle,
+    ImportContext,
+    Importer,
+    InputError,
+    Lit,
+    Source,
+    csv_header,
+    read_csv,
+    record_problem,
+    sniff_text,
+)
 
 FIELDS: dict[str, tuple[type, ...]] = {
     "name": (str,),

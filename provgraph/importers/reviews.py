@@ -22,12 +22,21 @@ from decimal import Decimal
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from provgraph.bundle.layout import Bundle
-from provgraph.errors import InputError
 from provgraph.evidence.identity import Identity, Prompt, model_family, write_identity
-from provgraph.ingest.api import CERTAIN, LIKELY, NO, ImportContext, Importer, Source
-from provgraph.ingest.readers import sniff_text
-from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
+from provgraph.ingest.api import (
+    CERTAIN,
+    LIKELY,
+    NO,
+    PG,
+    PROV,
+    RDF_TYPE,
+    Bundle,
+    ImportContext,
+    Importer,
+    InputError,
+    Source,
+    sniff_text,
+)
 
 SUFFIX = "_reviews.json"
 VERDICTS = ("PASS", "FAIL")

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provgraph.bundle.layout import Bundle
 from provgraph.evidence.claimnodes import emit_text, is_latex
 from provgraph.evidence.claims import Registry
 from provgraph.evidence.patterns import matcher
-from provgraph.ingest.api import LIKELY, NO, ImportContext, Importer, Source
+from provgraph.ingest.api import LIKELY, NO, Bundle, ImportContext, Importer, Source
 
 
 class TextsImporter(Importer):

@@ -1,185 +1,130 @@
-"""What an importer author imports: the importer base class, the context it writes through,
-sources, detection scores, and the helpers importers share.
+"""The one module an importer author imports: the importer framework, in one place.
 
-Everything an importer needs is importable from here, so that a third-party importer depends on
-this one module (see "Writing an importer" in the README and :mod:`provgraph.ingest.testing`).
+An importer reads one file (or folder) of a bundle and writes RDF triples about it. It
+subclasses :class:`Importer`, is registered as a ``provgraph.importers`` entry point, and uses
+nothing but the names below (see "Writing an importer" in the README, and
+:mod:`provgraph.ingest.testing` to test one).
+
+The importer
+    :class:`Importer`
+        Base class. Set ``name`` (the entry-point name), ``version`` (bump it when the output
+        changes: it is part of the no-op key), ``description``, ``handles`` (``"file"``,
+        ``"directory"`` or ``"any"``), optionally ``suffixes`` (a hint that spares ``detect``
+        calls) and ``uses_sections`` (contract sections the output depends on). Implement
+        ``detect(path, bundle) -> score`` (cheap, never raises on foreign files) and
+        ``ingest(source, ctx)``.
+    ``NO``, ``FALLBACK``, ``MAYBE``, ``LIKELY``, ``CERTAIN``
+        Scores ``detect`` returns: 0, 1, 50, 80, 100. The highest score wins; a tie is an
+        error the user resolves in the contract. ``FALLBACK`` is for catch-all importers.
+
+What ``ingest`` receives
+    :class:`Source`
+        The file or folder to read: ``path``, bundle-relative ``rel``, ``kind``, ``sha256``,
+        ``size``, and for a folder its :class:`Member` files (``rel``, ``sha256``, ``size``).
+    :class:`ImportContext`
+        Where the triples go. ``ctx.add(s, p, o)`` writes one triple; ``ctx.iri(kind, *keys)``
+        mints a node under the project's base IRI; ``ctx.file_iri(rel)`` is a file's node and
+        ``ctx.source_iri`` the source's; ``ctx.bundle_rel(written)`` turns a path a record
+        wrote into a bundle path (None if outside); ``ctx.problem(line, reason)`` rejects one
+        record and carries on; ``ctx.record()`` counts an accepted one; ``ctx.advance(n)``
+        reports ``n`` bytes of progress. ``ctx.bundle`` is the :class:`Bundle` (its
+        ``contract`` holds the parsed ``provgraph.toml``).
+    :class:`Problem`
+        A rejected record (``path``, ``line``, ``reason``), as ``ctx.problems`` holds them.
+    :func:`tree_rels`, :func:`tree_members`
+        The files under a folder that the contract does not exclude (bundle paths, or paths).
+
+Reading records (:mod:`provgraph.ingest.readers`)
+    :func:`read_csv` (``(line, row, error)`` per row, the header must hold the required
+    columns), :func:`read_jsonl` (``(line, value, error)`` per line), :func:`record_problem`
+    (why a JSON record has the wrong shape, or None), and for ``detect``: :func:`sniff_text`,
+    :func:`csv_header`, :func:`first_json_object`.
+
+Patients (:mod:`provgraph.ingest.patients`)
+    :class:`Patients` turns raw patient identifiers into pseudonymous ``pg:Patient`` nodes;
+    importers that use it also mix in :class:`UsesSecret`, so a new secret re-imports them.
+
+Terms and vocabulary
+    :class:`IRI` (a ``str``) for nodes; plain Python values for literals, or :class:`Lit` for
+    one with an explicit datatype (e.g. ``Lit("PT5S", XSD_NS + "duration")``). ``PG`` hands
+    out only terms that the provgraph ontology defines (a typo raises); ``PROV``, ``RDF``,
+    ``RDFS`` and ``XSD`` are open namespaces; ``RDF_TYPE`` and ``RDFS_LABEL`` are shortcuts.
+
+Errors
+    Raise :class:`InputError` (path, reason, line) when a whole source cannot be read: the
+    CLI prints it as one line and exits with the usage code. :class:`MissingExtraError` says
+    an optional package is needed; :class:`ProvgraphError` is the root of all of them.
 """
 
 from __future__ import annotations
 
-import os
-import re
-from dataclasses import dataclass
-from pathlib import Path
-from typing import ClassVar, Literal
-
 from provgraph.bundle.layout import Bundle
-from provgraph.errors import ProvgraphError
-from provgraph.rdf.terms import IRI, TripleWriter, mint
+from provgraph.errors import InputError, MissingExtraError, ProvgraphError
+from provgraph.ingest.base import (
+    CERTAIN,
+    FALLBACK,
+    LIKELY,
+    MAYBE,
+    NO,
+    ImportContext,
+    Importer,
+    Member,
+    Problem,
+    Source,
+    tree_members,
+    tree_rels,
+)
+from provgraph.ingest.patients import Patients, UsesSecret
+from provgraph.ingest.readers import (
+    csv_header,
+    first_json_object,
+    read_csv,
+    read_jsonl,
+    record_problem,
+    sniff_text,
+)
+from provgraph.rdf.terms import IRI, Lit
+from provgraph.rdf.vocab import PG, PROV, RDF, RDF_TYPE, RDFS, RDFS_LABEL, XSD, XSD_NS
 
-# Scores an importer's detect() returns. 0 = not mine, FALLBACK = anything no one else claims.
-NO = 0
-FALLBACK = 1
-MAYBE = 50
-LIKELY = 80
-CERTAIN = 100
-
-#: A relative POSIX path with no empty, '.' or '..' segment: already normalised.
-_PLAIN_REL = re.compile(r"(?!\.\.?(?:/|$))[^/\\]+(?:/(?!\.\.?(?:/|$))[^/\\]+)*")
-
-
-@dataclass(frozen=True)
-class Member:
-    """One file inside a source tree."""
-
-    rel: str
-    sha256: str
-    size: int
-
-
-@dataclass(frozen=True)
-class Source:
-    """A file, or a folder read as a whole, with the digest of its exact bytes."""
-
-    path: Path
-    rel: str
-    kind: Literal["file", "tree"]
-    sha256: str
-    size: int
-    members: tuple[Member, ...] = ()
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A record an importer rejected (or a path it could not read)."""
-
-    path: str
-    line: int | None
-    reason: str
-
-    def __str__(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.reason}"
-
-
-class Progress:
-    """Progress callbacks; the CLI supplies a rich progress bar, the API a silent one."""
-
-    def start(self, label: str, total: int | None) -> None:
-        """A new unit of work of ``total`` bytes (None when unknown)."""
-
-    def advance(self, amount: int) -> None:
-        """``amount`` more bytes are done."""
-
-    def finish(self) -> None:
-        """The current unit is done."""
-
-
-class Importer:
-    """Base class of importers. Subclasses set the class attributes and implement both methods.
-
-    ``detect`` must be cheap (look at a name, sniff a header); it never raises for files that
-    are not its own. ``ingest`` emits triples through ``ctx`` and reports bad records with
-    ``ctx.problem``.
-    """
-
-    name: ClassVar[str]
-    version: ClassVar[str] = "1"
-    description: ClassVar[str] = ""
-    #: "file", "directory" or "any": what kind of path this importer reads.
-    handles: ClassVar[str] = "file"
-    #: Contract sections whose content changes this importer's output (part of the no-op key).
-    uses_sections: ClassVar[tuple[str, ...]] = ()
-    #: File name suffixes (lower case, with the dot; "" for none) outside which ``detect`` never
-    #: claims a *file*: a hint that spares asking for every file of a large bundle. None: ask.
-    suffixes: ClassVar[frozenset[str] | None] = None
-
-    def detect(self, path: Path, bundle: Bundle) -> int:
-        """How sure this importer is that ``path`` is its format: NO, FALLBACK..CERTAIN."""
-        raise NotImplementedError
-
-    def ingest(self, source: Source, ctx: ImportContext) -> None:
-        """Read ``source`` and emit triples through ``ctx``."""
-        raise NotImplementedError
-
-    def state_key(self, source: Source) -> str | None:
-        """Extra state that makes a re-import necessary although the source's files are unchanged.
-
-        Most importers return None. A git repository's history lives in its hidden ``.git``
-        folder, which the source digest does not cover, so the git importer returns its refs.
-        """
-        return None
-
-    def accepts(self, path: Path) -> bool:
-        if self.handles == "any":
-            return True
-        return path.is_dir() if self.handles == "directory" else path.is_file()
-
-
-class ImportContext:
-    """Everything an importer needs while reading one source."""
-
-    def __init__(
-        self,
-        bundle: Bundle,
-        source: Source,
-        importer: Importer,
-        writer: TripleWriter,
-        progress: Progress,
-    ) -> None:
-        self.bundle = bundle
-        self.source = source
-        self.importer = importer
-        self.base = bundle.contract.base_iri
-        self._writer = writer
-        self.add = writer.add
-        self.problems: list[Problem] = []
-        self.records = 0
-        self._progress = progress
-        self.source_iri = self.file_iri(source.rel)
-        self.contract_iri = self.iri("contract", "main")
-        self.import_iri = self.iri("import", importer.name, *source.rel.split("/"))
-
-    def iri(self, kind: str, *keys: object) -> IRI:
-        """Mint a node IRI under the project's base IRI (see :func:`provgraph.rdf.terms.mint`)."""
-        return mint(self.base, kind, *keys)
-
-    def file_iri(self, rel: str) -> IRI:
-        """The node of a file or folder, from its bundle-relative POSIX path."""
-        parts = [p for p in rel.split("/") if p not in ("", ".")]
-        return mint(self.base, "file", *parts) if parts else mint(self.base, "file", ".")
-
-    def bundle_rel(self, written: str) -> str | None:
-        """A path as a record wrote it (relative to the bundle root) in bundle POSIX form.
-
-        None when it points outside the bundle: such a file can never be verified.
-        """
-        if _PLAIN_REL.fullmatch(written):  # already a clean bundle path (the usual case)
-            return written
-        path = written if os.path.isabs(written) else os.path.join(self.bundle.root, written)
-        try:
-            return self.bundle.relpath(path)
-        except ProvgraphError:
-            return None
-
-    def problem(self, line: int | None, reason: str) -> None:
-        """Reject one record: it is reported and recorded, and the import carries on."""
-        self.problems.append(Problem(self.source.rel, line, reason))
-
-    def record(self) -> None:
-        """Count one accepted record."""
-        self.records += 1
-
-    def advance(self, nbytes: int) -> None:
-        self._progress.advance(nbytes)
-
-
-def tree_rels(bundle: Bundle, folder: Path) -> list[str]:
-    """Bundle paths of the files under ``folder`` that are not excluded, sorted
-    (:meth:`Bundle.files_under`)."""
-    return bundle.files_under(folder)
-
-
-def tree_members(bundle: Bundle, folder: Path) -> list[Path]:
-    """Files under ``folder`` that are not excluded, sorted by path."""
-    return [bundle.resolve(r) for r in tree_rels(bundle, folder)]
+__all__ = [  # noqa: RUF022 (grouped as the docstring is, not sorted)
+    # the importer and its scores
+    "Importer",
+    "NO",
+    "FALLBACK",
+    "MAYBE",
+    "LIKELY",
+    "CERTAIN",
+    # what ingest() receives
+    "Source",
+    "Member",
+    "ImportContext",
+    "Problem",
+    "Bundle",
+    "tree_rels",
+    "tree_members",
+    # reading records
+    "read_csv",
+    "read_jsonl",
+    "record_problem",
+    "sniff_text",
+    "csv_header",
+    "first_json_object",
+    # patients
+    "Patients",
+    "UsesSecret",
+    # terms and vocabulary
+    "IRI",
+    "Lit",
+    "PG",
+    "PROV",
+    "RDF",
+    "RDFS",
+    "XSD",
+    "RDF_TYPE",
+    "RDFS_LABEL",
+    "XSD_NS",
+    # errors
+    "ProvgraphError",
+    "InputError",
+    "MissingExtraError",
+]

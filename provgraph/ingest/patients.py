@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from provgraph.bundle.layout import STORE_DIR, find_root
 from provgraph.evidence.pseudonym import SECRET_FILE, Pseudonymizer, load_secret
-from provgraph.ingest.api import ImportContext, Source
+from provgraph.ingest.base import ImportContext, Source
 from provgraph.rdf.terms import IRI
 from provgraph.rdf.vocab import PG, RDF_TYPE
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from provgraph.bundle.layout import Bundle
 from provgraph.errors import ImporterError
 from provgraph.ingest import registry
-from provgraph.ingest.api import FALLBACK, NO, Importer, Problem
+from provgraph.ingest.base import FALLBACK, NO, Importer, Problem
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from provgraph.errors import ImporterError
 
 if TYPE_CHECKING:
-    from provgraph.ingest.api import Importer
+    from provgraph.ingest.base import Importer
 
 GROUP = "provgraph.importers"
 

@@ -25,7 +25,7 @@ import pyoxigraph as ox
 
 from provgraph.bundle.layout import Bundle
 from provgraph.errors import InputError, ProvgraphError, StoreUnavailable
-from provgraph.ingest.api import ImportContext, Importer, Problem, Progress, Source
+from provgraph.ingest.base import ImportContext, Importer, Problem, Progress, Source
 from provgraph.ingest.planner import choose_importer, plan_bundle
 from provgraph.ingest.sources import (
     HashCache,
@@ -236,12 +236,3 @@ def ingest_paths(
             if on_result:
                 on_result(result)
     return results, problems
-
-
-def describe_importer(importer: Importer) -> dict[str, Any]:
-    return {
-        "name": importer.name,
-        "version": importer.version,
-        "handles": importer.handles,
-        "description": importer.description,
-    }

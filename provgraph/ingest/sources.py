@@ -12,7 +12,7 @@ from pathlib import Path
 
 from provgraph.bundle.layout import Bundle, sha256_file
 from provgraph.errors import InputError
-from provgraph.ingest.api import Importer, Member, Progress, Source, tree_rels
+from provgraph.ingest.base import Importer, Member, Progress, Source, tree_rels
 from provgraph.store.base import Store
 
 log = logging.getLogger(__name__)

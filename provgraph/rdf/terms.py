@@ -28,11 +28,6 @@ class IRI(str):
 
     __slots__ = ()
 
-    @property
-    def n3(self) -> str:
-        """The IRI in N-Triples / SPARQL form, ``<...>``."""
-        return f"<{self}>"
-
 
 class Lit(NamedTuple):
     """A literal with an explicit datatype IRI (use plain Python values for the common ones)."""

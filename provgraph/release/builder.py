@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from provgraph.bundle.layout import Bundle, sha256_file
-from provgraph.errors import EXIT_VIOLATIONS, ProvgraphError, UsageError
+from provgraph.errors import ExitCode, ProvgraphError, UsageError
 from provgraph.evidence import sha256sums as sums
 from provgraph.evidence.archive import Limits, extract
 from provgraph.evidence.patterns import matcher
@@ -37,7 +37,7 @@ FILE_MODE = 0o100644
 class ReleaseRefused(ProvgraphError):
     """The release was not built: the gate failed or the privacy scan found something."""
 
-    exit_code = EXIT_VIOLATIONS
+    exit_code = ExitCode.VIOLATIONS
 
 
 @dataclass
