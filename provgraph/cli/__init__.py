@@ -27,6 +27,7 @@ class App:
     _stores: list = field(default_factory=list)
 
     def bundle(self, start: Path | None = None):  # -> Bundle
+        # lazy: only the command that runs loads its engine (start-up time)
         from provgraph.bundle.layout import Bundle
 
         if self.bundle_dir is not None:
@@ -40,6 +41,7 @@ class App:
         return str(bundle.default_store)
 
     def open_store(self, bundle=None):  # -> Store
+        # lazy: only the command that runs loads its engine (start-up time)
         from provgraph.store import open_store
 
         store = open_store(self.store_path(bundle))

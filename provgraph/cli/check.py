@@ -71,6 +71,7 @@ def command(
     Each full-clause run is recorded in the store as a pg:Check activity whose violations
     point at their focus nodes (used by lineage and the report).
     """
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.lineage.gate import run_gate
     from provgraph.rules import load_rules
     from provgraph.rules.formats import gate_line, render

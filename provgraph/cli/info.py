@@ -14,6 +14,7 @@ from provgraph.rdf.vocab import short
 
 def base_iri(store) -> str:
     """The imported project's base IRI ('' before the contract is imported)."""
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.rdf.vocab import PG_NS
 
     rows = store.select(f"SELECT ?b WHERE {{ ?p a <{PG_NS}Project> ; <{PG_NS}baseIri> ?b }} LIMIT 1")
@@ -27,6 +28,7 @@ def store_info(store) -> dict:  # store: Store
 
 
 def _store_info(store) -> dict:
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.store import catalog
 
     slots = catalog.slots(store)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
@@ -10,6 +11,10 @@ from rich.table import Table
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import err, out, progress_bar
 from provgraph.errors import ExitCode
+
+if TYPE_CHECKING:
+    # lazy: only the command that runs loads its engine (start-up time)
+    from provgraph.bundle.layout import Bundle
 
 
 @click.command("ingest")
@@ -30,27 +35,15 @@ def command(app: App, paths: tuple[Path, ...], importer_name: str | None, dry_ru
     the previous graph as it was. Bad records are listed (file:line: reason) and skipped; the
     rest still import. Exit status 2 when any record or file was rejected.
     """
-    from provgraph.ingest.planner import plan_bundle
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.ingest.run import ingest_paths
-    from provgraph.ingest.sources import overlaps
 
     bundle = app.bundle(paths[0] if paths and app.bundle_dir is None else None)
     targets = [p.resolve() for p in paths] or [bundle.root]
     for t in targets:
         bundle.relpath(t)  # error early when a path lies outside the bundle
     if dry_run:
-        table = Table("path", "importer", box=None)
-        rels = [bundle.relpath(t) for t in targets]
-        overrides = {r: importer_name for r in rels} if importer_name else {}
-        plan, problems = plan_bundle(bundle, None, overrides)
-        for path, importer in plan:
-            if any(overlaps(bundle.relpath(path), r) for r in rels):
-                table.add_row(bundle.relpath(path), importer.name)
-        for p in problems:
-            if any(overlaps(p.path, r) for r in rels):
-                err.print(f"provgraph: {p}", markup=False)
-        out.print(table)
-        return ExitCode.OK
+        return _dry_run(bundle, targets, importer_name)
 
     store = app.open_store(bundle)
     table = Table(
@@ -104,3 +97,23 @@ def command(app: App, paths: tuple[Path, ...], importer_name: str | None, dry_ru
             f"store holds {store.quad_count()} quads"
         )
     return ExitCode.USAGE if failed or bad else ExitCode.OK
+
+
+def _dry_run(bundle: Bundle, targets: list[Path], importer_name: str | None) -> int:
+    """Print which importer would read which path; import nothing."""
+    # lazy: only the command that runs loads its engine (start-up time)
+    from provgraph.ingest.planner import plan_bundle
+    from provgraph.ingest.sources import overlaps
+
+    table = Table("path", "importer", box=None)
+    rels = [bundle.relpath(t) for t in targets]
+    overrides = {r: importer_name for r in rels} if importer_name else {}
+    plan, problems = plan_bundle(bundle, None, overrides)
+    for path, importer in plan:
+        if any(overlaps(bundle.relpath(path), r) for r in rels):
+            table.add_row(bundle.relpath(path), importer.name)
+    for p in problems:
+        if any(overlaps(p.path, r) for r in rels):
+            err.print(f"provgraph: {p}", markup=False)
+    out.print(table)
+    return ExitCode.OK

@@ -25,6 +25,7 @@ def command(app: App, folder: Path, name: str | None, base_iri: str | None) -> i
     """
     from importlib.resources import files
 
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.bundle.layout import STORE_DIR, Bundle
     from provgraph.store import open_store
 

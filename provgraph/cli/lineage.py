@@ -46,6 +46,7 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int) -> 
     The contract rules are run (and recorded) first, so the violations are current; use
     --no-check to read the last recorded check instead.
     """
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.cli.info import base_iri
     from provgraph.lineage.resolve import resolve
     from provgraph.lineage.show import render_dot, render_tree
@@ -53,6 +54,7 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int) -> 
 
     store = app.open_store()
     if not no_check:
+        # lazy: only the command that runs loads its engine (start-up time)
         from provgraph.lineage.gate import run_gate
         from provgraph.rules import load_rules
 

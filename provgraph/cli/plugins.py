@@ -13,6 +13,7 @@ from provgraph.cli.common import out
 @pass_app
 def command(app: App) -> int:
     """List importers (entry-point group provgraph.importers), built-in and third-party."""
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.ingest import registry
 
     table = Table("name", "version", "reads", "description", box=None)

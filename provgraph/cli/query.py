@@ -101,6 +101,7 @@ def command(app: App, query: str, fmt: str, params: tuple[str, ...]) -> int:
       provgraph query provgraph/data/rules/output/output-unplanned-record.rq --format json
       provgraph query 'SELECT * WHERE { ?r pg:callId ?id }' --param id=C001
     """
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.rdf.vocab import PREFIXES
 
     text = query_text(query)

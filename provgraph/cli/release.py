@@ -31,6 +31,7 @@ def build_cmd(app: App) -> int:
     the archive. Nothing is written when the gate fails or the privacy scan finds anything
     (exit 1).
     """
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.release.builder import build
 
     bundle = app.bundle()
@@ -58,6 +59,7 @@ def verify_cmd(app: App, archive: Path, manifest: Path | None, no_privacy: bool)
     bombs) are refused with exit 2. Limits and privacy patterns come from the bundle's
     [release] section when run inside a bundle, else the defaults apply.
     """
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.bundle.layout import find_root
     from provgraph.evidence.archive import Limits
     from provgraph.evidence.privacy import Scanner
@@ -66,6 +68,7 @@ def verify_cmd(app: App, archive: Path, manifest: Path | None, no_privacy: bool)
     if app.bundle_dir is not None or find_root(Path.cwd()) is not None:
         spec = app.bundle().contract.section("release")
     scanner = None if no_privacy else Scanner((spec or {}).get("privacy"))
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.release.builder import verify
 
     result = verify(archive, manifest, Limits.from_section(spec), scanner)

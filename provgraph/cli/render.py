@@ -38,6 +38,7 @@ def command(app: App, sources: tuple[Path, ...], output: Path, window: tuple[flo
     Files that cannot be rendered are listed (file: reason) and the rest are still
     rendered; the exit status is then 2.
     """
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.capture.renderer import RenderError, render_file
     from provgraph.importers.dicom import must_be_dicom
 

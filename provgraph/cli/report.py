@@ -42,6 +42,7 @@ def command(
     does), so it always shows the graph as it is now. The file is self-contained HTML with
     inline CSS and SVG: it opens offline and can be attached to a review.
     """
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.lineage.gate import run_gate
     from provgraph.report.html import ReportOptions, build_report
     from provgraph.rules import load_rules

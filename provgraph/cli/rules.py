@@ -16,6 +16,7 @@ from provgraph.rules.rule import CLAUSES
 @pass_app
 def command(app: App, clauses: tuple[str, ...], remedy: bool) -> int:
     """List the shipped contract rules by clause, with severity and title."""
+    # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.rules import load_rules
 
     table = Table("clause", "rule", "severity", "title", box=None)

@@ -30,6 +30,7 @@ import pyoxigraph as ox
 
 from provgraph.errors import StoreChanged, StoreError, StoreUnavailable
 from provgraph.rdf.sparql import inject_values
+from provgraph.rdf.vocab import PG_NS, PREFIXES
 from provgraph.store.base import Store, Term
 from provgraph.store.catalog import CATALOG
 from provgraph.store.endpoint import Endpoint
@@ -97,8 +98,6 @@ class SparqlStore(Store):
         return [r["g"].value for r in rows if isinstance(r["g"], ox.NamedNode)]
 
     def dump(self, out: IO[bytes], fmt: ox.RdfFormat, graph: str | None = None) -> None:
-        from provgraph.rdf.vocab import PREFIXES
-
         graphs = [graph] if graph is not None else self._dataset()
         quads = []
         for g in graphs:
@@ -177,8 +176,6 @@ class SparqlStore(Store):
     # -- requests ------------------------------------------------------------------------
 
     def _current_graphs(self) -> list[str]:
-        from provgraph.rdf.vocab import PG_NS
-
         rows = self._select_raw(
             f"SELECT DISTINCT ?g WHERE {{ GRAPH <{CATALOG}> {{ ?slot <{PG_NS}graph> ?g }} }}", [CATALOG]
         )

@@ -11,6 +11,7 @@ import pyoxigraph as ox
 
 from provgraph.errors import StoreError
 from provgraph.rdf.sparql import inject_values
+from provgraph.rdf.vocab import PREFIXES
 from provgraph.store.base import Store, Term
 
 log = logging.getLogger(__name__)
@@ -81,8 +82,6 @@ class OxigraphStore(Store):
         return [g.value for g in self._ox.named_graphs() if isinstance(g, ox.NamedNode)]
 
     def dump(self, out: IO[bytes], fmt: ox.RdfFormat, graph: str | None = None) -> None:
-        from provgraph.rdf.vocab import PREFIXES
-
         kwargs: dict[str, object] = {}
         if graph is not None:
             kwargs["from_graph"] = ox.NamedNode(graph)

@@ -168,13 +168,6 @@ def severity_of(annotation: dict | None, finding: str) -> str | None:
     return (rule.get("findings") or {}).get(finding, rule.get("default", "minor"))
 
 
-def categorise(reference_present: bool, candidate_present: bool) -> tuple[str, int]:
-    """The category and binary value of one (reference, candidate) pair."""
-    if reference_present:
-        return ("TP", 1) if candidate_present else ("FN", 0)
-    return ("FP", 0) if candidate_present else ("TN", 1)
-
-
 def endpoint_findings(annotation: dict | None, seen: list[str]) -> tuple[list[str], list[str]]:
     """The endpoint's findings and the ones it leaves out (No Finding when not pooled)."""
     declared = list((annotation or {}).get("findings") or []) or sorted(set(seen))
