@@ -22,9 +22,9 @@ audit's rule: "when several defects affected one claim, the strongest limitation
 disposition"), ordered retained < restricted < unverifiable < withdrawn:
 
 - a recorded ``pg:Violation`` on any node maps through its severity: ``fail`` -> withdrawn,
-  ``restrict`` -> restricted, ``info`` -> no limitation; rules in :data:`RULE_STATUS` whose
-  violation means evidence was not retained (a derived artifact with no build record) map to
-  unverifiable instead;
+  ``restrict`` -> restricted, ``info`` -> no limitation; a rule whose header names another
+  status (``lineage:``, recorded on its violations as ``pg:lineageStatus``) maps to that instead,
+  e.g. unverifiable when evidence was not retained (a derived artifact with no build record);
 - a registry value marked ``superseded`` or ``withdrawn`` -> withdrawn;
 - unverifiable when evidence is missing: no check has been recorded in the store, a rule in
   force could not run, a node on the chain is referenced but described by no import (its
@@ -53,8 +53,6 @@ from provgraph.store.base import Store
 
 STATUSES = ("retained", "restricted", "unverifiable", "withdrawn")
 SEVERITY_STATUS: dict[str, str | None] = {"fail": "withdrawn", "restrict": "restricted", "info": None}
-#: Rules whose violation means evidence was not retained: the claim cannot be checked.
-RULE_STATUS: dict[str, str] = {"release-derived-without-build": "unverifiable"}
 LINEAGE_ROOTS = tuple(
     PROV_NS + p
     for p in ("wasDerivedFrom", "wasGeneratedBy", "used", "wasInformedBy", "hadPrimarySource", "hadMember")
@@ -206,9 +204,10 @@ def worst(statuses: list[str | None]) -> str:
     return max(found, key=STATUSES.index) if found else "retained"
 
 
-def status_of(rule: str, severity: str) -> str | None:
-    """The claim status a violation of ``rule`` with ``severity`` implies."""
-    return RULE_STATUS.get(rule) or SEVERITY_STATUS.get(severity)
+def status_of(severity: str, recorded: str | None = None) -> str | None:
+    """The claim status a violation implies: the one its rule's header names (recorded on the
+    violation as ``pg:lineageStatus``), else its severity's."""
+    return recorded or SEVERITY_STATUS.get(severity)
 
 
 # --- resolving a target -----------------------------------------------------------------
@@ -471,13 +470,14 @@ def _hub_reasons(store: Store, nodes: dict[str, Node], sampled: list[Sampled]) -
             continue
         rows = store.select(
             f"""PREFIX pg: <{PG_NS}>
-            SELECT DISTINCT ?focus ?rule ?severity ?message WHERE {{
+            SELECT DISTINCT ?focus ?rule ?severity ?message ?status WHERE {{
               <{hub}> pg:upstreamViolation ?v . ?v pg:focus ?focus ; pg:rule/pg:ruleId ?rule ;
-                 pg:severity ?severity ; pg:message ?message }} ORDER BY ?rule ?focus ?message"""
+                 pg:severity ?severity ; pg:message ?message .
+              OPTIONAL {{ ?v pg:lineageStatus ?status }} }} ORDER BY ?rule ?focus ?message"""
         )
         for r in rows:
             focus, rule, severity, message = (r[k].value for k in ("focus", "rule", "severity", "message"))  # type: ignore[union-attr]
-            status = status_of(rule, severity)
+            status = status_of(severity, r["status"].value if r["status"] else None)  # type: ignore[union-attr]
             if status and (focus, rule, message) not in seen:
                 seen.add((focus, rule, message))
                 reasons.append(
@@ -793,14 +793,15 @@ def _violations(store: Store, order: list[str]) -> dict[str, list[Violation]]:
         values = " ".join(f"<{n}>" for n in order[i : i + _BATCH])
         rows = store.select(
             f"""PREFIX pg: <{PG_NS}>
-            SELECT DISTINCT ?focus ?rule ?severity ?message WHERE {{ VALUES ?focus {{ {values} }}
+            SELECT DISTINCT ?focus ?rule ?severity ?message ?status WHERE {{ VALUES ?focus {{ {values} }}
               ?v a pg:Violation ; pg:focus ?focus ; pg:rule ?r ; pg:severity ?severity ; pg:message ?message .
-              ?r pg:ruleId ?rule }} ORDER BY ?focus ?rule ?message"""
+              ?r pg:ruleId ?rule . OPTIONAL {{ ?v pg:lineageStatus ?status }} }} ORDER BY ?focus ?rule ?message"""
         )
         for r in rows:
             rule, severity = r["rule"].value, r["severity"].value  # type: ignore[union-attr]
+            status = status_of(severity, r["status"].value if r["status"] else None)  # type: ignore[union-attr]
             found.setdefault(r["focus"].value, []).append(  # type: ignore[union-attr]
-                Violation(rule, severity, r["message"].value, status_of(rule, severity))  # type: ignore[union-attr]
+                Violation(rule, severity, r["message"].value, status)  # type: ignore[union-attr]
             )
     return found
 
