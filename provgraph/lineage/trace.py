@@ -795,7 +795,8 @@ def _violations(store: Store, order: list[str]) -> dict[str, list[Violation]]:
             f"""PREFIX pg: <{PG_NS}>
             SELECT DISTINCT ?focus ?rule ?severity ?message ?status WHERE {{ VALUES ?focus {{ {values} }}
               ?v a pg:Violation ; pg:focus ?focus ; pg:rule ?r ; pg:severity ?severity ; pg:message ?message .
-              ?r pg:ruleId ?rule . OPTIONAL {{ ?v pg:lineageStatus ?status }} }} ORDER BY ?focus ?rule ?message"""
+              ?r pg:ruleId ?rule . OPTIONAL {{ ?v pg:lineageStatus ?status }} }}
+            ORDER BY ?focus ?rule ?message"""
         )
         for r in rows:
             rule, severity = r["rule"].value, r["severity"].value  # type: ignore[union-attr]
