@@ -39,6 +39,8 @@ LineageStatus = Literal["restricted", "unverifiable", "withdrawn"]
 LINEAGE_STATUSES: tuple[LineageStatus, ...] = get_args(LineageStatus)
 _REQUIRED = ("id", "clause", "severity", "title", "remedy")
 _OPTIONAL = ("requires", "lineage")
+#: Every key a header may hold (the README's rules section names each).
+HEADER_KEYS = _REQUIRED + _OPTIONAL
 _ID = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
