@@ -23,7 +23,8 @@ from bundles import write_openai_batch
 from provgraph.bundle.layout import Bundle
 from provgraph.ingest import registry
 from provgraph.ingest.run import ingest_source
-from provgraph.rules import load_rules, run_check
+from provgraph.lineage.gate import run_gate
+from provgraph.rules import load_rules
 from provgraph.store import open_store
 
 SYSTEM = {"A": "Describe every finding.", "B": "List only abnormal findings."}
@@ -88,7 +89,7 @@ def main() -> None:
             )
         rules = [r for r in load_rules() if r.clause in ("prompt", "model", "output")]
         t0 = time.perf_counter()
-        report = run_check(store, rules)
+        report = run_gate(store, rules, record=False)
         took = time.perf_counter() - t0
         slowest = sorted(report.results, key=lambda r: r.seconds, reverse=True)[:8]
         gate = "PASS" if report.passed else "FAIL"

@@ -42,7 +42,9 @@ def main() -> int:
     args = parser.parse_args()
     os.environ.setdefault("PROVGRAPH_SECRET", "bench-secret-0123456789abcdef0123456789")
     from provgraph.cli import main as cli
-    from provgraph.lineage import trace as lineage
+    from provgraph.lineage.model import lineage_properties
+    from provgraph.lineage.resolve import resolve
+    from provgraph.lineage.trace import trace
     from provgraph.store import open_store
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -53,14 +55,14 @@ def main() -> int:
             except SystemExit as exc:
                 assert exc.code in (0, None), exc.code
         store = open_store(root / ".provgraph" / "store")
-        (iri,) = [i for i in lineage.resolve(store, "manuscript/main.tex:3") if "/claim/" in i]
+        (iri,) = [i for i in resolve(store, "manuscript/main.tex:3") if "/claim/" in i]
         traces = []
         for _ in range(args.rounds):
             start = time.perf_counter()
-            result = lineage.trace(store, iri)
+            result = trace(store, iri)
             traces.append(time.perf_counter() - start)
         nodes = list(result.nodes)
-        props = lineage.lineage_properties(store)
+        props = lineage_properties(store)
         forms = {
             "VALUES ?p (baseline)": lambda values: (
                 f"SELECT DISTINCT ?s ?p ?o WHERE {{ VALUES ?s {{ {values} }} VALUES ?p {{ "

@@ -28,9 +28,12 @@ from make_release import make_bundle  # noqa: E402
 
 from provgraph.bundle.layout import Bundle  # noqa: E402
 from provgraph.ingest.run import ingest_paths  # noqa: E402
-from provgraph.lineage.trace import LINEAGE_ROOTS, resolve, trace  # noqa: E402
+from provgraph.lineage.gate import run_gate  # noqa: E402
+from provgraph.lineage.model import LINEAGE_ROOTS  # noqa: E402
+from provgraph.lineage.resolve import resolve  # noqa: E402
+from provgraph.lineage.trace import trace  # noqa: E402
 from provgraph.release.builder import write_zip  # noqa: E402
-from provgraph.rules import load_rules, record_check, run_check  # noqa: E402
+from provgraph.rules import load_rules  # noqa: E402
 from provgraph.store import open_store  # noqa: E402
 
 HEAD = '[project]\nname = "bench"\nbase_iri = "https://example.org/bench/"\n'
@@ -78,7 +81,7 @@ def bench_lineage(tmp: Path) -> tuple[float, float, int]:
     root = make_bundle(tmp / "lineage")
     store = open_store(None)
     ingest_paths(store, Bundle.open(root), [root])
-    record_check(store, run_check(store, load_rules()))
+    run_gate(store, load_rules())
     iri = resolve(store, "tables/table2.md:3")[0]
     nodes = len(trace(store, iri).nodes)
     alt = "|".join(f"<{p}>" for p in LINEAGE_ROOTS)

@@ -86,9 +86,10 @@ def main() -> int:
 
     from provgraph.bundle.layout import Bundle
     from provgraph.ingest.run import ingest_paths
+    from provgraph.lineage.gate import run_gate
     from provgraph.report import accounting
     from provgraph.report.html import ReportOptions, build_report
-    from provgraph.rules import load_rules, record_check, run_check
+    from provgraph.rules import load_rules
     from provgraph.store import open_store
     from provgraph.views import dot
     from provgraph.views.graph import marks_from_report, whole_graph
@@ -111,8 +112,7 @@ def main() -> int:
         print(f"ingested in {time.perf_counter() - t0:.1f} s; {store.quad_count()} quads", flush=True)
         if args.check:
             t0 = time.perf_counter()
-            check = run_check(store, load_rules())
-            record_check(store, check)
+            check = run_gate(store, load_rules())
             marks = marks_from_report(check)
             print(f"checked in {time.perf_counter() - t0:.1f} s", flush=True)
         else:

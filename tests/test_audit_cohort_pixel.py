@@ -12,8 +12,9 @@ from pathlib import Path
 from conftest import ingest_bundle
 from fixtures.make_images import build
 
+from provgraph.lineage.gate import run_gate
 from provgraph.rdf.vocab import PG_NS
-from provgraph.rules import load_rules, run_check
+from provgraph.rules import load_rules
 
 STUDIES = [str(50000000 + i) for i in range(1, 31)]
 # two patients contribute two studies each: 30 studies, 28 patients
@@ -115,7 +116,7 @@ def audit_bundle(root: Path, repaired: bool) -> Path:
 def gate(root: Path):
     store, results, problems = ingest_bundle(root)
     assert not problems and all(r.outcome == "imported" and not r.problems for r in results)
-    return store, run_check(store, load_rules())
+    return store, run_gate(store, load_rules(), record=False)
 
 
 def test_historical_bundle_fails_each_cohort_and_pixel_control(tmp_path: Path) -> None:

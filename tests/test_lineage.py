@@ -12,9 +12,13 @@ import pyoxigraph as ox
 import pytest
 from conftest import FIXTURES, ingest_bundle
 
-from provgraph.lineage.trace import STATUSES, render_dot, render_tree, resolve, status_of, trace, worst
+from provgraph.lineage.gate import run_gate
+from provgraph.lineage.model import STATUSES, status_of, worst
+from provgraph.lineage.resolve import resolve
+from provgraph.lineage.show import render_dot, render_tree
+from provgraph.lineage.trace import trace
 from provgraph.rdf.vocab import PG_NS
-from provgraph.rules import load_rules, record_check, run_check
+from provgraph.rules import load_rules
 from provgraph.store import catalog
 
 sys_path = str(FIXTURES)
@@ -44,7 +48,7 @@ def checked(root: Path, statistics: bool = True, rules=None):
     ]
     if statistics:
         load_statistics(store)
-    record_check(store, run_check(store, rules or load_rules()))
+    run_gate(store, rules or load_rules())
     return store
 
 
@@ -170,7 +174,7 @@ def test_missing_check_dangling_source_and_rule_errors_are_unverifiable(tmp_path
         "# id: release-broken\n# clause: release\n# severity: info\n# title: t\n# remedy: r\n"
         "# requires: pg:Statistic\nSELECT DISTINCT ?focus ?message WHERE { ?focus ?p ?message }\n"
     )
-    record_check(store, run_check(store, load_rules(tmp_path / "rules")))
+    run_gate(store, load_rules(tmp_path / "rules"))
     reasons = " ".join(r.text for r in trace(store, iri).reasons)
     assert "rule release-broken could not run: missing evidence" in reasons
 

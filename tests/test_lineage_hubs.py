@@ -14,9 +14,13 @@ from pathlib import Path
 import pytest
 from examples_support import Bundle, generator, prepare
 
-from provgraph.lineage import trace as lineage
-from provgraph.lineage.trace import Lineage, trace
-from provgraph.rules import load_rules, record_check, run_check
+from provgraph.lineage import hubs
+from provgraph.lineage.gate import run_gate
+from provgraph.lineage.hubs import HUB_SAMPLE, hub_summaries
+from provgraph.lineage.model import Lineage
+from provgraph.lineage.show import render_tree
+from provgraph.lineage.trace import trace
+from provgraph.rules import load_rules
 
 gen = generator("cxr_pilot")
 
@@ -44,14 +48,14 @@ def test_a_sampled_hub_finds_what_the_full_trace_finds(
     full = trace(store, claim)
     assert not full.sampled and not full.truncated
 
-    monkeypatch.setattr(lineage, "HUB_THRESHOLD", 50)
-    record_check(store, run_check(store, load_rules()))  # the check records what lies upstream
+    monkeypatch.setattr(hubs, "HUB_THRESHOLD", 50)
+    run_gate(store, load_rules())  # the check records what lies upstream
     sampled = trace(store, claim)
 
     (grid,) = {x.source for x in sampled.sampled}
     assert "cell-grid" in grid
     assert sum(x.total for x in sampled.sampled) > 50
-    assert all(len(x.shown) <= lineage.HUB_SAMPLE for x in sampled.sampled)
+    assert all(len(x.shown) <= HUB_SAMPLE for x in sampled.sampled)
     assert len(sampled.nodes) * 5 < len(full.nodes)
     assert sampled.status == full.status
     assert violations(sampled) == violations(full)
@@ -70,7 +74,7 @@ def test_a_sampled_hub_without_a_recorded_summary_is_unverifiable(
     bundle = prepare(tmp_path / "clean", "clean", gen.generate)
     claim = published_q(bundle)
     # the check ran while the grid was small enough to trace: it recorded no summary
-    monkeypatch.setattr(lineage, "HUB_THRESHOLD", 50)
+    monkeypatch.setattr(hubs, "HUB_THRESHOLD", 50)
     lin = trace(bundle.store, claim)
     assert lin.sampled and lin.status == "unverifiable"
     assert any("run `provgraph check`" in r.text for r in lin.reasons)
@@ -81,10 +85,10 @@ def test_the_tree_says_how_many_sources_were_not_shown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bundle = prepare(tmp_path / "clean", "clean", gen.generate)
-    monkeypatch.setattr(lineage, "HUB_THRESHOLD", 50)
-    record_check(bundle.store, run_check(bundle.store, load_rules()))
+    monkeypatch.setattr(hubs, "HUB_THRESHOLD", 50)
+    run_gate(bundle.store, load_rules())
     lin = trace(bundle.store, published_q(bundle))
-    text = lineage.render_tree(lin)
+    text = render_tree(lin)
     total = sum(x.total for x in lin.sampled)
     shown = sum(len(x.shown) for x in lin.sampled)
     assert f"and {total - shown:,} more sources, sampled" in text
@@ -97,9 +101,9 @@ def test_the_downstream_search_and_the_full_walk_agree(
 ) -> None:
     # budget 5 sends every focus with more than five nodes downstream to the full upstream walk
     bundle = prepare(tmp_path / "flawed", "flawed", gen.generate)
-    monkeypatch.setattr(lineage, "HUB_THRESHOLD", 50)
-    searched = lineage.hub_summaries(bundle.store)
-    walked = lineage.hub_summaries(bundle.store, budget=5)
+    monkeypatch.setattr(hubs, "HUB_THRESHOLD", 50)
+    searched = hub_summaries(bundle.store)
+    walked = hub_summaries(bundle.store, budget=5)
     assert sorted(searched) == sorted(walked)
     assert any(p.endswith("upstreamViolation") for _, p, _ in searched)
     bundle.close()

@@ -9,9 +9,10 @@ import pytest
 from conftest import REPO, RULE_FIXTURES, ingest_bundle, rule_bundle
 from fixtures.rulepairs import TWINS
 
+from provgraph.lineage.gate import run_gate
 from provgraph.rdf.resources import ontology_path
 from provgraph.rdf.vocab import PG, PG_NS, RDFS_NS, defined_terms
-from provgraph.rules import load_rules, record_check, run_check
+from provgraph.rules import load_rules
 
 EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("**/provgraph.toml"))
 RULE_TWINS = [(p.name, twin) for p in sorted(RULE_FIXTURES.iterdir()) if p.is_dir() for twin in TWINS]
@@ -47,7 +48,7 @@ def test_rule_fixtures_only_use_defined_terms(rule_id: str, twin: str, tmp_path:
 def assert_defined_terms_only(root: Path) -> None:
     """Ingest ``root``, check it and record the check: every pg: term in the store is defined."""
     store, _, _ = ingest_bundle(root)
-    record_check(store, run_check(store, load_rules()))
+    run_gate(store, load_rules())
     used = set()
     for row in store.select(
         "SELECT DISTINCT ?t WHERE { GRAPH ?g { { ?s ?t ?o } UNION { ?s a ?t } } "

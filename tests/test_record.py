@@ -16,7 +16,8 @@ from conftest import ingest_bundle
 
 from provgraph.capture.recorder import Recorder
 from provgraph.evidence.identity import prompt_sha256
-from provgraph.rules import load_rules, run_check
+from provgraph.lineage.gate import run_gate
+from provgraph.rules import load_rules
 
 
 @dataclass
@@ -132,7 +133,7 @@ def gate(root: Path):
     assert not problems and not [p for r in results for p in r.problems], [
         str(p) for r in results for p in r.problems
     ]
-    return run_check(store, load_rules())
+    return run_gate(store, load_rules(), record=False)
 
 
 def test_correct_harness_passes_the_whole_gate(tmp_path: Path) -> None:

@@ -217,9 +217,10 @@ def test_archive_importer_reads_members_manifest_and_claims(tmp_path: Path) -> N
     assert [(r["t"].value, r["path"].value, r["line"].value) for r in claims] == [
         ("154.73", "old.zip!/README.md", "1")
     ]
-    from provgraph.rules import load_rules, run_check
+    from provgraph.lineage.gate import run_gate
+    from provgraph.rules import load_rules
 
-    report = run_check(store, load_rules(), explicit=True)
+    report = run_gate(store, load_rules(), explicit=True, record=False)
     (mismatch,) = [r for r in report.results if r.rule.id == "release-manifest-mismatch"]
     assert sorted(v.message for v in mismatch.violations) == [
         "data.csv is in archive old.zip but not in its SHA256SUMS",
@@ -248,9 +249,10 @@ def test_standalone_manifest_is_closed_over_its_folder(tmp_path: Path) -> None:
     assert [str(p) for p in result.problems] == [
         "rel/SHA256SUMS:3: expected 'HEX  path' (GNU) or 'SHA256 (path) = HEX' (BSD --tag)"
     ]
-    from provgraph.rules import load_rules, run_check
+    from provgraph.lineage.gate import run_gate
+    from provgraph.rules import load_rules
 
-    report = run_check(store, load_rules())
+    report = run_gate(store, load_rules(), record=False)
     (mismatch,) = [r for r in report.results if r.rule.id == "release-manifest-mismatch"]
     assert sorted(v.message for v in mismatch.violations) == [
         "rel/b.txt sits beside rel/SHA256SUMS but is not listed in it "

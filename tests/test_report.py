@@ -18,10 +18,11 @@ from viewtools import (
     path_without_dot,
 )
 
+from provgraph.lineage.gate import run_gate
 from provgraph.report import accounting
 from provgraph.report.accounting import StatRow
 from provgraph.report.html import ReportOptions, anchor, build_report
-from provgraph.rules import load_rules, run_check
+from provgraph.rules import load_rules
 from provgraph.views import dot
 
 HAS_DOT = dot.dot_program() is not None
@@ -157,7 +158,7 @@ def test_panels_drawn_from_synthesized_clause_data(tmp_path: Path) -> None:
 def test_options_limit_violations_and_leave_out_the_graph(tmp_path: Path) -> None:
     root = generated_flawed_bundle(tmp_path / "gen")
     store, _, _ = ingest_bundle(root)
-    check = run_check(store, load_rules())
+    check = run_gate(store, load_rules(), record=False)
     html = build_report(store, check, ReportOptions(limit=1, graph=False))
     text = Page(html).plain()
     assert "… and 2 more (run provgraph report --all-violations to list them)." in text

@@ -23,7 +23,8 @@ from provgraph.bundle.layout import Bundle
 from provgraph.errors import StoreChanged, StoreError, StoreUnavailable, UsageError
 from provgraph.export import export
 from provgraph.ingest.run import ingest_paths
-from provgraph.rules import load_rules, run_check
+from provgraph.lineage.gate import run_gate
+from provgraph.rules import load_rules
 from provgraph.store import catalog, open_store
 from provgraph.store import endpoint as endpoint_module
 from provgraph.store.endpoint import is_server, parse_endpoint
@@ -67,7 +68,7 @@ def checked(root: Path, location: str):
     assert not problems and all(r.outcome == "imported" and not r.problems for r in results), [
         r.error for r in results
     ]
-    return run_check(store, RULES)
+    return run_gate(store, RULES, record=False)
 
 
 # -- rules: every fixture pair, as on the embedded store -----------------------------------------
@@ -212,7 +213,7 @@ def test_union_mode_reads_the_same_and_refuses_foreign_graphs(url: str, tmp_path
     root = copy_bundle(EXAMPLE / "flawed", tmp_path / "b")
     ingest(root, open_store(url))
     union = open_store(url + "#dataset=union")
-    report = run_check(union, RULES)
+    report = run_gate(union, RULES, record=False)
     assert sorted(report.short(v.focus) for r in report.results for v in r.violations) == [
         "call/C003",
         "call/C004",
@@ -316,7 +317,7 @@ def test_server_killed_mid_check_fails_the_gate_closed(own_server: OxigraphServe
             own_server.kill()
 
     with pytest.raises(StoreUnavailable, match="SPARQL server"):
-        run_check(store, RULES, on_result=kill_after_first_rule)
+        run_gate(store, RULES, record=False, on_result=kill_after_first_rule)
     assert len(ran) == 1  # no report was produced for the rest: nothing can read as a pass
 
 

@@ -16,8 +16,9 @@ import pytest
 from conftest import ingest_bundle, rule_bundle, write_bundle
 from statsmodels.stats.contingency_tables import cochrans_q, mcnemar
 
+from provgraph.lineage.gate import run_gate
 from provgraph.rdf.vocab import PG_NS
-from provgraph.rules import load_rules, run_check
+from provgraph.rules import load_rules
 from provgraph.stats import materialize
 from provgraph.stats.cells import build_grid
 from provgraph.store import catalog
@@ -473,7 +474,7 @@ def test_refresh_is_a_noop_until_an_input_changes(tmp_path: Path) -> None:
     ingest_bundle(root, store)
     outcome = materialize.refresh(store)
     assert outcome.status == "computed"
-    report = run_check(store, load_rules())
+    report = run_gate(store, load_rules(), record=False)
     fired = {r.rule.id for r in report.results if r.outcome == "violated"}
     assert fired == {"analysis-reported-differs"}
 
@@ -486,7 +487,7 @@ def test_check_fails_closed_without_statistics(tmp_path: Path) -> None:
         contract,
     )
     store, _, _ = ingest_bundle(root)
-    report = run_check(store, load_rules())
+    report = run_gate(store, load_rules(), record=False)
     analysis = [r for r in report.results if r.rule.clause == "analysis"]
     assert {r.outcome for r in analysis} == {"error"}
     assert "missing evidence: the graph has no pg:Statistic nodes" in analysis[0].error

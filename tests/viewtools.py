@@ -12,7 +12,8 @@ from pathlib import Path
 import pyoxigraph as ox
 from conftest import FIXTURES, REPO, copy_bundle, ingest_bundle, write_bundle
 
-from provgraph.rules import load_rules, record_check, run_check
+from provgraph.lineage.gate import run_gate
+from provgraph.rules import load_rules
 from provgraph.store import catalog
 
 EXAMPLE = REPO / "examples" / "output_gate"
@@ -24,9 +25,7 @@ def example_store(twin: str, tmp_path: Path, record: bool = True):
     root = copy_bundle(EXAMPLE / twin, tmp_path / twin)
     store, _, problems = ingest_bundle(root)
     assert not problems
-    report = run_check(store, load_rules())
-    if record:
-        record_check(store, report)
+    report = run_gate(store, load_rules(), record=record)
     return store, report
 
 

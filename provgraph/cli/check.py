@@ -71,15 +71,15 @@ def command(
     Each full-clause run is recorded in the store as a pg:Check activity whose violations
     point at their focus nodes (used by lineage and the report).
     """
-    from provgraph.rules import load_rules, record_check, run_check
+    from provgraph.lineage.gate import run_gate
+    from provgraph.rules import load_rules
     from provgraph.rules.formats import gate_line, render
     from provgraph.rules.runner import select_rules
 
     store = app.open_store()
     rules = select_rules(load_rules(rules_dir), clauses, rule_ids)
-    report = run_check(store, rules, explicit=bool(clauses or rule_ids))
-    if not no_record and not rule_ids and rules_dir is None:
-        record_check(store, report)
+    record = not no_record and not rule_ids and rules_dir is None
+    report = run_gate(store, rules, explicit=bool(clauses or rule_ids), record=record)
     machine = fmt != "text"
     if output is not None:
         output.write_text(render(report, fmt), encoding="utf-8")

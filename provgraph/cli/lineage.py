@@ -47,13 +47,16 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int) -> 
     --no-check to read the last recorded check instead.
     """
     from provgraph.cli.info import base_iri
-    from provgraph.lineage.trace import render_dot, render_tree, resolve, trace
+    from provgraph.lineage.resolve import resolve
+    from provgraph.lineage.show import render_dot, render_tree
+    from provgraph.lineage.trace import trace
 
     store = app.open_store()
     if not no_check:
-        from provgraph.rules import load_rules, record_check, run_check
+        from provgraph.lineage.gate import run_gate
+        from provgraph.rules import load_rules
 
-        record_check(store, run_check(store, load_rules()))
+        run_gate(store, load_rules())
     base = base_iri(store)
     matches = resolve(store, target, base)
     if not matches:

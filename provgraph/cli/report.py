@@ -42,14 +42,13 @@ def command(
     does), so it always shows the graph as it is now. The file is self-contained HTML with
     inline CSS and SVG: it opens offline and can be attached to a review.
     """
+    from provgraph.lineage.gate import run_gate
     from provgraph.report.html import ReportOptions, build_report
-    from provgraph.rules import load_rules, record_check, run_check
+    from provgraph.rules import load_rules
     from provgraph.rules.formats import gate_line
 
     store = app.open_store()
-    check = run_check(store, load_rules(rules_dir))
-    if not no_record and rules_dir is None:
-        record_check(store, check)
+    check = run_gate(store, load_rules(rules_dir), record=not no_record and rules_dir is None)
     if output is None:
         try:
             output = app.bundle().state_dir / "report.html"

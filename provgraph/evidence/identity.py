@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from provgraph.rdf.vocab import PG
+
 #: Where a recorded prompt was taken from. Only "request" is evidence of what was sent.
 CAPTURE_POINTS = ("request", "constant", "config", "summary", "unknown")
 
@@ -246,7 +248,6 @@ class Identity:
 
 def write_identity(ctx: Any, node: str, ident: Identity) -> None:
     """Emit the identity triples of one call on ``node`` (a record, request or review)."""
-    from provgraph.rdf.vocab import PG
 
     add = ctx.add
     if ident.requested_model:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from provgraph.errors import ContractError
+from provgraph.evidence.archive import Limits, archive_kind, walk
 
 DEFAULT_PATTERNS = {
     "e-mail address": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
@@ -79,8 +80,6 @@ class Scanner:
         return findings
 
     def scan_file(self, path: Path, name: str) -> list[Finding]:
-        from provgraph.evidence.archive import Limits, archive_kind, walk
-
         if archive_kind(path) is not None:
             findings = []
             for entry in walk(path, Limits(), name):

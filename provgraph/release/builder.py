@@ -230,7 +230,8 @@ def build(bundle: Bundle, store: Any) -> tuple[Built, Any]:
     privacy scan finds something; nothing is written then.
     """
     from provgraph.ingest.run import ingest_paths
-    from provgraph.rules import load_rules, record_check, run_check
+    from provgraph.lineage.gate import run_gate
+    from provgraph.rules import load_rules
 
     spec = section(bundle)
     results, problems = ingest_paths(store, bundle, [bundle.root])
@@ -238,8 +239,7 @@ def build(bundle: Bundle, store: Any) -> tuple[Built, Any]:
     bad += [str(p) for p in problems] + [str(p) for r in results for p in r.problems]
     if bad:
         raise ReleaseRefused(f"not released: {len(bad)} input problem(s), first: {bad[0]}")
-    report = run_check(store, load_rules())
-    record_check(store, report)
+    report = run_gate(store, load_rules())  # statistics, rules, then the record
     if not report.passed:
         blocking = [r.rule.id for r in report.results if r.blocks_gate]
         raise ReleaseRefused(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from provgraph.lineage.trace import STATUSES
+from provgraph.lineage.model import STATUSES
 from provgraph.rdf.vocab import PG_NS, RDFS_NS
 from provgraph.store.base import Store
 
@@ -305,9 +305,9 @@ def claims(store: Store) -> list[ClaimRow] | None:
 
 def claim_status_function(store: Store):
     """``iri -> status`` decided by lineage (the worst rule that fired upstream)."""
-    from provgraph.lineage import trace as lineage
+    from provgraph.lineage.trace import trace
 
     def status(iri: str) -> str:
-        return lineage.trace(store, iri).status
+        return trace(store, iri).status
 
     return status

@@ -403,10 +403,11 @@ def _lineage_note(store: Store, focus: str, base: str, traced: bool) -> str:
     command = f"<p class='sub'>Lineage: <code>provgraph lineage {esc(focus)}</code></p>"
     if not traced:
         return command
-    from provgraph.lineage import trace as lineage
+    from provgraph.lineage.show import render_tree
+    from provgraph.lineage.trace import trace as trace_lineage
 
-    trace = lineage.trace(store, focus, max_nodes=200)
-    tree = lineage.render_tree(trace, base)
+    trace = trace_lineage(store, focus, max_nodes=200)
+    tree = render_tree(trace, base)
     return (
         f"<p><b>Lineage</b> (status <span class='status-{esc(trace.status)}'>{esc(trace.status)}</span>):"
         f"</p><pre class='lineage'>{esc(tree)}</pre>{command}"

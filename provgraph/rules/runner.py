@@ -206,13 +206,13 @@ def run_check(
     """Run ``rules``. Unless ``explicit``, rules of clauses not in force are skipped.
 
     All rules read one state of the store (:meth:`Store.snapshot`): on a shared server whose
-    graphs another client replaces meanwhile, the check raises StoreChanged instead.
+    graphs another client replaces meanwhile, the check raises StoreChanged instead. Derived
+    evidence is not brought up to date here: the commands refresh the statistics first
+    (:func:`provgraph.lineage.gate.run_gate`).
     """
     started = dt.datetime.now(dt.UTC).replace(microsecond=0)
     t0 = time.perf_counter()
     project, base, in_force = contract_state(store)
-    # Derived evidence (recomputed statistics) is written first: the rules then read one state.
-    prepare_derived(store, in_force)
     with store.snapshot():
         results = []
         for rule in rules:
@@ -226,19 +226,12 @@ def run_check(
     return CheckReport(results, in_force, base, project, started, time.perf_counter() - t0)
 
 
-def prepare_derived(store: Store, in_force: list[str]) -> None:
-    """Bring derived evidence up to date before the rules read it: the statistics the
-    analysis clause checks are recomputed from the graph (see :mod:`provgraph.stats`)."""
-    from provgraph.stats import materialize
-
-    if "analysis" in in_force:
-        materialize.refresh(store)
-    else:
-        materialize.drop_if_stale(store)
-
-
 def record_check(store: Store, report: CheckReport) -> list[str]:
-    """Write each clause's results into its own named graph (replacing the previous check)."""
+    """Write each clause's results into its own named graph (replacing the previous check).
+
+    What lineage reads from the check about large hubs is written after this, by
+    :func:`provgraph.lineage.hubs.record_hubs`.
+    """
     written = []
     base = report.base_iri
     ended = report.started + dt.timedelta(seconds=round(report.seconds))
@@ -253,22 +246,7 @@ def record_check(store: Store, report: CheckReport) -> list[str]:
                 _write_clause(w, base, contract, clause, results, report.started, ended)
             catalog.replace(store, f"check:{clause}", uuid.uuid4().hex, nt)
         written.append(clause)
-    _record_hubs(store)
     return written
-
-
-def _record_hubs(store: Store) -> None:
-    """What lies upstream of each lineage hub, now that the violations are in the store."""
-    from provgraph.lineage.trace import hub_summaries
-
-    facts = hub_summaries(store)
-    with tempfile.TemporaryDirectory(prefix="provgraph-check-") as tmp:
-        nt = Path(tmp) / "hubs.nt"
-        with nt.open("w", encoding="utf-8") as fh:
-            w = TripleWriter(fh)
-            for hub, prop, obj in facts:
-                w.add(IRI(hub), IRI(prop), obj)
-        catalog.replace(store, "check:lineage", uuid.uuid4().hex, nt)
 
 
 def _write_clause(

@@ -793,15 +793,16 @@ def lineage_view(store: Store, target: str, marks: Sequence[Mark] | None = None)
     ``source``, ``prop`` and ``target``, plus a ``status``): the traversal lives there, the
     drawing here (:func:`subgraph`).
     """
-    from provgraph.lineage import trace as lineage
+    from provgraph.lineage.resolve import resolve
+    from provgraph.lineage.trace import trace as trace_lineage
 
-    matches = lineage.resolve(store, target)
+    matches = resolve(store, target)
     if not matches:
         raise UsageError(f"{target!r} matches no node or reported number in the graph")
     if len(matches) > 1:
         listed = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
         raise UsageError(f"{target!r} matches {len(matches)} nodes ({listed}); give one node IRI")
-    trace = lineage.trace(store, matches[0])
+    trace = trace_lineage(store, matches[0])
     iris = list(trace.nodes)
     edges = [(e.source, e.prop, e.target) for e in trace.edges]
     return subgraph(

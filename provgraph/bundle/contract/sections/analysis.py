@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from provgraph.rdf.vocab import PG, RDF_TYPE
+
 if TYPE_CHECKING:
     from provgraph.ingest.api import ImportContext
 
@@ -134,8 +136,6 @@ SCHEMA: dict[str, Any] = {
 
 
 def write(section: dict[str, Any], ctx: ImportContext) -> None:
-    from provgraph.rdf.vocab import PG, RDF_TYPE
-
     add = ctx.add
     plan = ctx.iri("analysis-plan", "main")
     add(plan, RDF_TYPE, PG.AnalysisPlan)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from provgraph.rdf.vocab import PG, RDF_TYPE
+
 if TYPE_CHECKING:
     from provgraph.ingest.api import ImportContext
 
@@ -97,8 +99,6 @@ SCHEMA: dict[str, Any] = {
 
 
 def write(section: dict[str, Any], ctx: ImportContext) -> None:
-    from provgraph.rdf.vocab import PG, RDF_TYPE
-
     add = ctx.add
     endpoint = ctx.iri("endpoint", "main")
     add(endpoint, RDF_TYPE, PG.Endpoint)

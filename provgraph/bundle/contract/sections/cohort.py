@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from provgraph.rdf.vocab import PG, RDF_TYPE
+
 if TYPE_CHECKING:
     from provgraph.ingest.api import ImportContext
 
@@ -57,8 +59,6 @@ SCHEMA: dict[str, Any] = {
 
 
 def write(section: dict[str, Any], ctx: ImportContext) -> None:
-    from provgraph.rdf.vocab import PG, RDF_TYPE
-
     node = ctx.iri("cohort-protocol", "main")
     add = ctx.add
     add(node, RDF_TYPE, PG.CohortProtocol)

@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
+
 if TYPE_CHECKING:
     from provgraph.ingest.api import ImportContext
 
@@ -89,8 +91,6 @@ def header_line(text: str, section: str, key: str) -> int | None:
 
 
 def write(section: dict[str, Any], ctx: ImportContext) -> None:
-    from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
-
     add = ctx.add
     text = ctx.bundle.contract.text
     pairs: set[tuple[str, str]] = set()

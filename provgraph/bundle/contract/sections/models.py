@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from provgraph.bundle.contract.sections.conditions import header_line
+from provgraph.evidence.identity import is_pinned, model_family
+from provgraph.rdf.vocab import PG, RDF_TYPE
+
 if TYPE_CHECKING:
     from provgraph.ingest.api import ImportContext
 
@@ -55,10 +59,6 @@ SCHEMA: dict[str, Any] = {
 
 
 def write(section: dict[str, Any], ctx: ImportContext) -> None:
-    from provgraph.bundle.contract.sections.conditions import header_line
-    from provgraph.evidence.identity import is_pinned, model_family
-    from provgraph.rdf.vocab import PG, RDF_TYPE
-
     add = ctx.add
     for name, spec in section.items():
         requested = spec["requested"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from provgraph.rdf.vocab import PG, RDF_TYPE
+
 if TYPE_CHECKING:
     from provgraph.ingest.api import ImportContext
 
@@ -30,8 +32,6 @@ SCHEMA: dict[str, Any] = {
 
 
 def write(section: dict[str, Any], ctx: ImportContext) -> None:
-    from provgraph.rdf.vocab import PG, RDF_TYPE
-
     node = ctx.iri("pixel-protocol", "main")
     ctx.add(node, RDF_TYPE, PG.PixelProtocol)
     ctx.add(node, PG.contract, ctx.contract_iri)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from provgraph.rdf.vocab import PG, RDF_TYPE
+
 if TYPE_CHECKING:
     from provgraph.ingest.api import ImportContext
 
@@ -92,8 +94,6 @@ def check(section: dict[str, Any], data: dict[str, Any]) -> list[tuple[list[str]
 
 
 def write(section: dict[str, Any], ctx: ImportContext) -> None:
-    from provgraph.rdf.vocab import PG, RDF_TYPE
-
     add = ctx.add
     plan = ctx.iri("plan", "main")
     add(plan, RDF_TYPE, PG.CallPlan)

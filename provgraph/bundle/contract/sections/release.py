@@ -20,7 +20,14 @@ Its presence puts the release clause in force. Keys:
 
 from __future__ import annotations
 
+import contextlib
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
+
+from provgraph.evidence.claims import normal_text
+from provgraph.evidence.patterns import glob_regex
+from provgraph.rdf.terms import IRI
+from provgraph.rdf.vocab import PG, RDF_TYPE
 
 if TYPE_CHECKING:
     from provgraph.ingest.api import ImportContext
@@ -144,14 +151,6 @@ def statistic_iri(base: str, ref: str) -> str:
 
 
 def write(section: dict[str, Any], ctx: ImportContext) -> None:
-    import contextlib
-    from decimal import Decimal, InvalidOperation
-
-    from provgraph.evidence.claims import normal_text
-    from provgraph.evidence.patterns import glob_regex
-    from provgraph.rdf.terms import IRI
-    from provgraph.rdf.vocab import PG, RDF_TYPE
-
     add = ctx.add
     spec = ctx.iri("release", "main")
     add(spec, RDF_TYPE, PG.ReleaseSpec)

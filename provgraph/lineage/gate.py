@@ -1,0 +1,65 @@
+"""The check as the commands run it: statistics first, then the rules, then the record.
+
+``provgraph check``, ``lineage``, ``report`` and ``release`` run the same three steps, in this
+order (:func:`run_gate` does all three):
+
+1. :func:`refresh_statistics`: the statistics the analysis clause checks are recomputed (or a
+   stale statistics graph is dropped), so the rules read current derived evidence;
+2. :func:`provgraph.rules.run_check`: the rules, all against one state of the store;
+3. :func:`record_check_and_hubs`: the check is written into the store, then what lies upstream
+   of each large lineage hub, which reads the violations just written.
+
+The sequence lives here because lineage is the lowest layer that sees all three (statistics
+and rules lie below it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from provgraph.lineage.hubs import record_hubs
+from provgraph.rules.rule import Rule
+from provgraph.rules.runner import CheckReport, RuleResult, contract_state, record_check, run_check
+from provgraph.stats import materialize
+from provgraph.store.base import Store
+
+
+def refresh_statistics(store: Store) -> None:
+    """Bring the recomputed statistics up to date before the rules read them.
+
+    Recomputed when the contract declares the analysis clause (unchanged inputs cost one
+    fingerprint comparison); otherwise a statistics graph whose inputs changed is dropped.
+    Raises :class:`~provgraph.errors.UsageError` when the store holds no contract.
+    """
+    _, _, in_force = contract_state(store)
+    if "analysis" in in_force:
+        materialize.refresh(store)
+    else:
+        materialize.drop_if_stale(store)
+
+
+def record_check_and_hubs(store: Store, report: CheckReport) -> list[str]:
+    """Record ``report`` (:func:`provgraph.rules.record_check`), then the hub summaries lineage
+    reads from it (:func:`provgraph.lineage.hubs.record_hubs`). Returns the clauses recorded."""
+    written = record_check(store, report)
+    record_hubs(store)
+    return written
+
+
+def run_gate(
+    store: Store,
+    rules: list[Rule],
+    *,
+    explicit: bool = False,
+    record: bool = True,
+    on_result: Callable[[RuleResult], None] | None = None,
+) -> CheckReport:
+    """Refresh the statistics, run ``rules`` and, if ``record``, record the check and hub summaries.
+
+    ``explicit`` and ``on_result`` are passed to :func:`provgraph.rules.run_check`.
+    """
+    refresh_statistics(store)
+    report = run_check(store, rules, explicit=explicit, on_result=on_result)
+    if record:
+        record_check_and_hubs(store, report)
+    return report
