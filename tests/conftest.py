@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import shutil
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fixtures import rulepairs
+from fixtures.make_images import SPEC, build
 
 from provgraph.ingest import testing
 from provgraph.ingest.testing import CONTRACT, ingest_bundle  # noqa: F401 (tests import them from here)
@@ -30,6 +33,22 @@ def write_bundle(root: Path, files: dict[str, str | bytes], contract: str = PLAN
 def copy_bundle(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".provgraph"))
     return dst
+
+
+def rule_bundle(rule_id: str, twin: str, dst: Path) -> Path:
+    """Twin ``twin`` (flawed or clean) of a rule's fixture pair, written to ``dst``.
+
+    The clean twin is the flawed bundle with the clean overlay applied (see
+    ``fixtures/rulepairs.py``); an ``images.toml`` is replaced by the DICOM files and
+    renderings it lists.
+    """
+    root = rulepairs.twin(RULE_FIXTURES / rule_id, twin, dst)
+    spec = root / SPEC
+    if spec.is_file():
+        listed = tomllib.loads(spec.read_text(encoding="utf-8"))
+        spec.unlink()
+        build(root, listed)
+    return root
 
 
 @dataclass

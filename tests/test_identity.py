@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, RULE_FIXTURES, ingest_bundle
+from fixtures import rulepairs
 
 from provgraph.lineage.gate import run_gate
 from provgraph.rules import load_rules
@@ -60,13 +61,15 @@ def test_clean_base_of_each_format_passes_the_whole_gate(tmp_path: Path, fmt: st
     assert set(report.clauses_in_force) == in_force.get(fmt, {"output", "prompt", "model"})
 
 
-def test_committed_fixtures_match_the_generator() -> None:
-    for rule, files in gen.committed().items():
-        folder = RULE_FIXTURES / rule
-        on_disk = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
-        assert on_disk == set(files), f"{rule}: run python tests/fixtures/make_identity.py"
-        for rel, text in files.items():
-            assert (folder / rel).read_text(encoding="utf-8") == text, f"{rule}/{rel} is stale"
+def test_committed_fixtures_match_the_generator(tmp_path: Path) -> None:
+    for rule, pair in gen.committed().items():
+        for twin, files in (("flawed", pair.flawed), ("clean", pair.clean)):
+            on_disk = rulepairs.files(rulepairs.twin(RULE_FIXTURES / rule, twin, tmp_path / rule / twin))
+            assert on_disk == {rel: text.encode() for rel, text in files.items()}, (
+                f"{rule}/{twin} is stale: run python tests/fixtures/make_identity.py"
+            )
+        pinned = sorted(p["focus"] for p in rulepairs.expected(rule)["violations"])
+        assert pinned == pair.focus, f"{rule}: run python tests/fixtures/pin_rules.py {rule}"
 
 
 def test_check_names_the_focus_of_each_violation(cli, tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
-from conftest import PLAN_CONTRACT, RULE_FIXTURES, ingest_bundle, write_bundle
+from conftest import PLAN_CONTRACT, RULE_FIXTURES, ingest_bundle, rule_bundle, write_bundle
+from fixtures.rulepairs import TWINS
 
 from provgraph.bundle.layout import Bundle
 from provgraph.errors import StoreError
@@ -115,23 +116,32 @@ def test_unchanged_files_are_not_read_again(tmp_path: Path, monkeypatch) -> None
     store.close()
 
 
-def test_suffix_hints_hold_on_every_fixture_file() -> None:
+def test_suffix_hints_hold_on_every_fixture_file(tmp_path: Path) -> None:
     """An importer's ``suffixes`` hint must cover every file its detect() claims."""
     checked = 0
-    for contract in sorted(RULE_FIXTURES.glob("*/*/provgraph.toml")):
-        bundle = Bundle.open(contract.parent)
-        for path in sorted(p for p in contract.parent.rglob("*") if p.is_file()):
-            for importer in registry.all_importers():
-                if importer.suffixes is None or not importer.accepts(path):
-                    continue
-                try:
-                    score = importer.detect(path, bundle)
-                except Exception:
-                    continue
-                checked += 1
-                if score > FALLBACK:
-                    assert path.suffix.lower() in importer.suffixes, (importer.name, path)
+    for rule_id in sorted(p.name for p in RULE_FIXTURES.iterdir() if p.is_dir()):
+        for twin in TWINS:
+            root = rule_bundle(rule_id, twin, tmp_path / rule_id / twin)
+            checked += _check_suffix_hints(root)
     assert checked > 100
+
+
+def _check_suffix_hints(root: Path) -> int:
+    """How many (file, importer) pairs of ``root`` were checked."""
+    checked = 0
+    bundle = Bundle.open(root)
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        for importer in registry.all_importers():
+            if importer.suffixes is None or not importer.accepts(path):
+                continue
+            try:
+                score = importer.detect(path, bundle)
+            except Exception:
+                continue
+            checked += 1
+            if score > FALLBACK:
+                assert path.suffix.lower() in importer.suffixes, (importer.name, path)
+    return checked
 
 
 def test_planning_lists_a_large_tree_once(tmp_path: Path, monkeypatch) -> None:

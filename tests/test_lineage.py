@@ -58,10 +58,13 @@ def clean(tmp_path: Path):
 
 
 def test_severity_to_status_mapping() -> None:
-    assert status_of("any-rule", "fail") == "withdrawn"
-    assert status_of("any-rule", "restrict") == "restricted"
-    assert status_of("any-rule", "info") is None
-    assert status_of("release-derived-without-build", "fail") == "unverifiable"
+    assert status_of("fail") == "withdrawn"
+    assert status_of("restrict") == "restricted"
+    assert status_of("info") is None
+    # a rule header's lineage: key, recorded on the violation, overrides the severity's status
+    assert status_of("fail", "unverifiable") == "unverifiable"
+    (rule,) = [r for r in load_rules() if r.id == "release-derived-without-build"]
+    assert (rule.severity, rule.lineage) == ("fail", "unverifiable")
     assert worst([None, "restricted", "withdrawn", "unverifiable"]) == "withdrawn"
     assert worst([]) == "retained"
     assert STATUSES == ("retained", "restricted", "unverifiable", "withdrawn")

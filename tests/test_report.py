@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import CONTRACT, RULE_FIXTURES, copy_bundle, ingest_bundle, write_bundle
+from conftest import CONTRACT, copy_bundle, ingest_bundle, rule_bundle, write_bundle
 from viewtools import (
     ACCOUNTING_TTL,
     EXAMPLE,
@@ -277,9 +277,7 @@ def test_view_positions_count_one_source_not_every_table(tmp_path: Path) -> None
 def test_blocks_come_from_the_keyed_matrix_once_statistics_are_recomputed(tmp_path: Path) -> None:
     from provgraph.stats.materialize import refresh
 
-    store, _, _ = ingest_bundle(
-        copy_bundle(RULE_FIXTURES / "analysis-reported-differs" / "clean", tmp_path / "b")
-    )
+    store, _, _ = ingest_bundle(rule_bundle("analysis-reported-differs", "clean", tmp_path / "b"))
     assert accounting.blocks(store) is None  # the blocks are counted by the statistics engine
     refresh(store)
     after = accounting.blocks(store)

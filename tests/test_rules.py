@@ -1,5 +1,10 @@
 """Every rule against its flawed and clean fixture (pySHACL-style pairs), the fail-closed
-behaviour of the runner, and meta-tests that keep rules, fixtures and ontology in step."""
+behaviour of the runner, and meta-tests that keep rules, fixtures and ontology in step.
+
+A pair is the flawed bundle plus a clean overlay (``tests/fixtures/rulepairs.py``); the
+flawed twin's ``expected.json`` pins every violation's focus, severity and message, written by
+``tests/fixtures/pin_rules.py``: a rule whose output changes fails here until it is re-pinned.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import RULE_FIXTURES, ingest_bundle, write_bundle
-from fixtures.make_images import SPEC, materialise
+from conftest import RULE_FIXTURES, ingest_bundle, rule_bundle, write_bundle
+from fixtures import rulepairs
 
 from provgraph.errors import RuleError, UsageError
 from provgraph.lineage.gate import run_gate
@@ -19,11 +24,6 @@ from provgraph.rules.runner import select_rules
 
 RULES = load_rules()
 RULE_IDS = [r.id for r in RULES]
-
-
-def bundle(folder: Path, tmp_path: Path) -> Path:
-    """A committed fixture folder; one with an images.toml gets its binaries generated in tmp."""
-    return materialise(folder, tmp_path / folder.name) if (folder / SPEC).is_file() else folder
 
 
 def check(root: Path, rules=None):
@@ -36,11 +36,15 @@ def check(root: Path, rules=None):
 
 @pytest.mark.parametrize("rule_id", RULE_IDS)
 def test_rule_fires_on_its_flawed_fixture(rule_id: str, tmp_path: Path) -> None:
-    expected = json.loads((RULE_FIXTURES / rule_id / "expected.json").read_text())
-    report = check(bundle(RULE_FIXTURES / rule_id / "flawed", tmp_path))
+    expected = rulepairs.expected(rule_id)["violations"]
+    report = check(rule_bundle(rule_id, "flawed", tmp_path / "flawed"))
     (result,) = [r for r in report.results if r.rule.id == rule_id]
     assert result.outcome == "violated", result.error
-    assert sorted(report.short(v.focus) for v in result.violations) == sorted(expected["flawed_focus"])
+    found = [
+        {"focus": report.short(v.focus), "severity": result.rule.severity, "message": v.message}
+        for v in result.violations
+    ]
+    assert rulepairs.unpinned(expected, found) == [], "re-pin: python tests/fixtures/pin_rules.py " + rule_id
     assert all(v.message and not v.message.startswith("?") for v in result.violations)
     # a fail rule closes the gate; restrict and info rules mark claims but let it pass
     assert report.passed is (result.rule.severity != "fail")
@@ -48,7 +52,7 @@ def test_rule_fires_on_its_flawed_fixture(rule_id: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("rule_id", RULE_IDS)
 def test_rule_is_silent_on_its_clean_twin(rule_id: str, tmp_path: Path) -> None:
-    report = check(bundle(RULE_FIXTURES / rule_id / "clean", tmp_path))
+    report = check(rule_bundle(rule_id, "clean", tmp_path / "clean"))
     (result,) = [r for r in report.results if r.rule.id == rule_id]
     assert result.outcome == "pass", [v.message for v in result.violations] or result.error
     # no false positives from any other rule either: the clean twin passes the whole gate
@@ -65,9 +69,28 @@ def test_every_rule_has_a_fixture_pair() -> None:
     for rule in RULES:
         folder = RULE_FIXTURES / rule.id
         assert (folder / "flawed" / "provgraph.toml").is_file(), rule.id
-        assert (folder / "clean" / "provgraph.toml").is_file(), rule.id
-        assert json.loads((folder / "expected.json").read_text())["rule"] == rule.id
+        assert {p.name for p in folder.iterdir()} <= {"flawed", "clean", rulepairs.REMOVED, "expected.json"}
+        assert (folder / "clean").is_dir() or rulepairs.removed(folder), f"{rule.id}: twins are identical"
+        flawed = rulepairs.files(folder / "flawed")
+        overlay = rulepairs.files(folder / "clean") if (folder / "clean").is_dir() else {}
+        # the overlay holds only what differs, and removes only what the flawed twin has
+        assert [rel for rel, content in overlay.items() if flawed.get(rel) == content] == [], rule.id
+        assert set(rulepairs.removed(folder)) <= set(flawed) - set(overlay), rule.id
+        pins = json.loads((folder / "expected.json").read_text())
+        assert set(pins) == {"rule", "violations"} and pins["rule"] == rule.id
+        assert pins["violations"] and {p["severity"] for p in pins["violations"]} == {rule.severity}
     assert {p.name for p in RULE_FIXTURES.iterdir() if p.is_dir()} == set(RULE_IDS)
+
+
+def test_a_changed_message_fails_its_pins() -> None:
+    pinned = [{"focus": "call/C1", "severity": "fail", "message": "call C1 has no result"}]
+    pattern = [{"focus": "call/C1", "severity": "fail", "message_pattern": r"call C1 has no \w+"}]
+    same = [{"focus": "call/C1", "severity": "fail", "message": "call C1 has no result"}]
+    reworded = [{"focus": "call/C1", "severity": "fail", "message": "call C1 lacks a result"}]
+    assert rulepairs.unpinned(pinned, same) == rulepairs.unpinned(pattern, same) == []
+    assert rulepairs.unpinned(pinned, reworded) and rulepairs.unpinned(pattern, reworded)
+    assert rulepairs.unpinned(pinned, [{**same[0], "severity": "restrict"}])
+    assert rulepairs.unpinned(pinned, same + same)
 
 
 def test_every_pg_term_in_rules_is_defined() -> None:
@@ -119,7 +142,7 @@ def test_broken_rule_fails_closed(tmp_path: Path) -> None:
         "SELECT DISTINCT ?s WHERE { ?s ?p ?o }\n"
     )
     rules = load_rules(tmp_path / "rules")
-    report = check(RULE_FIXTURES / "output-unplanned-record" / "clean", rules)
+    report = check(rule_bundle("output-unplanned-record", "clean", tmp_path / "clean"), rules)
     by_id = {r.rule.id: r for r in report.results}
     assert by_id["output-broken"].outcome == "error"
     assert by_id["output-broken"].error.startswith("query does not parse")
@@ -148,6 +171,10 @@ def test_broken_rule_fails_closed(tmp_path: Path) -> None:
         (
             "# id: x\n# clause: pixel\n# severity: fail\n# title: t\n# remedy: r\n",
             "must live in a folder named pixel/",
+        ),
+        (
+            "# id: x\n# clause: output\n# severity: fail\n# title: t\n# remedy: r\n# lineage: lost\n",
+            "unknown lineage status 'lost'",
         ),
     ],
 )

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyoxigraph as ox
 import pytest
-from conftest import RULE_FIXTURES, copy_bundle, ingest_bundle, write_bundle
+from conftest import ingest_bundle, rule_bundle, write_bundle
 from statsmodels.stats.contingency_tables import cochrans_q, mcnemar
 
 from provgraph.lineage.gate import run_gate
@@ -464,7 +464,7 @@ def test_reported_reviewer_values_are_matched_and_get_a_tolerance(reviews) -> No
 
 
 def test_refresh_is_a_noop_until_an_input_changes(tmp_path: Path) -> None:
-    root = copy_bundle(RULE_FIXTURES / "analysis-reported-differs" / "clean", tmp_path / "b")
+    root = rule_bundle("analysis-reported-differs", "clean", tmp_path / "b")
     store, _, _ = ingest_bundle(root)
     assert materialize.refresh(store).status == "computed"
     assert materialize.refresh(store).status == "unchanged"

@@ -95,13 +95,14 @@ def hub_reasons(store: Store, nodes: dict[str, Node], sampled: list[Sampled]) ->
             continue
         rows = store.select(
             f"""PREFIX pg: <{PG_NS}>
-            SELECT DISTINCT ?focus ?rule ?severity ?message WHERE {{
+            SELECT DISTINCT ?focus ?rule ?severity ?message ?status WHERE {{
               <{hub}> pg:upstreamViolation ?v . ?v pg:focus ?focus ; pg:rule/pg:ruleId ?rule ;
-                 pg:severity ?severity ; pg:message ?message }} ORDER BY ?rule ?focus ?message"""
+                 pg:severity ?severity ; pg:message ?message .
+              OPTIONAL {{ ?v pg:lineageStatus ?status }} }} ORDER BY ?rule ?focus ?message"""
         )
         for r in rows:
             focus, rule, severity, message = (r[k].value for k in ("focus", "rule", "severity", "message"))  # type: ignore[union-attr]
-            status = status_of(rule, severity)
+            status = status_of(severity, r["status"].value if r["status"] else None)  # type: ignore[union-attr]
             if status and (focus, rule, message) not in seen:
                 seen.add((focus, rule, message))
                 reasons.append(

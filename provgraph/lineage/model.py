@@ -14,9 +14,9 @@ audit's rule: "when several defects affected one claim, the strongest limitation
 disposition"), ordered retained < restricted < unverifiable < withdrawn:
 
 - a recorded ``pg:Violation`` on any node maps through its severity: ``fail`` -> withdrawn,
-  ``restrict`` -> restricted, ``info`` -> no limitation; rules in :data:`RULE_STATUS` whose
-  violation means evidence was not retained (a derived artifact with no build record) map to
-  unverifiable instead;
+  ``restrict`` -> restricted, ``info`` -> no limitation; a rule whose header names another
+  status (``lineage:``, recorded on its violations as ``pg:lineageStatus``) maps to that instead,
+  e.g. unverifiable when evidence was not retained (a derived artifact with no build record);
 - a registry value marked ``superseded`` or ``withdrawn`` -> withdrawn;
 - unverifiable when evidence is missing: no check has been recorded in the store, a rule in
   force could not run, a node on the chain is referenced but described by no import (its
@@ -44,8 +44,6 @@ SEVERITY_STATUS: dict[str, ClaimStatus | None] = {
     "restrict": "restricted",
     "info": None,
 }
-#: Rules whose violation means evidence was not retained: the claim cannot be checked.
-RULE_STATUS: dict[str, ClaimStatus] = {"release-derived-without-build": "unverifiable"}
 LINEAGE_ROOTS = tuple(
     PROV_NS + p
     for p in ("wasDerivedFrom", "wasGeneratedBy", "used", "wasInformedBy", "hadPrimarySource", "hadMember")
@@ -164,9 +162,12 @@ def worst(statuses: list[ClaimStatus | None]) -> ClaimStatus:
     return max(found, key=STATUSES.index) if found else "retained"
 
 
-def status_of(rule: str, severity: str) -> ClaimStatus | None:
-    """The claim status a violation of ``rule`` with ``severity`` implies."""
-    return RULE_STATUS.get(rule) or SEVERITY_STATUS.get(severity)
+def status_of(severity: str, recorded: str | None = None) -> ClaimStatus | None:
+    """The claim status a violation implies: the one its rule's header names (recorded on the
+    violation as ``pg:lineageStatus``), else its severity's."""
+    if recorded in STATUSES:
+        return recorded  # type: ignore[return-value]  # checked against STATUSES
+    return SEVERITY_STATUS.get(severity)
 
 
 # --- which edges ------------------------------------------------------------------------

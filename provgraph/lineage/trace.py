@@ -273,14 +273,16 @@ def _violations(store: Store, order: list[str]) -> dict[str, list[Violation]]:
         values = " ".join(f"<{n}>" for n in order[i : i + _BATCH])
         rows = store.select(
             f"""PREFIX pg: <{PG_NS}>
-            SELECT DISTINCT ?focus ?rule ?severity ?message WHERE {{ VALUES ?focus {{ {values} }}
+            SELECT DISTINCT ?focus ?rule ?severity ?message ?status WHERE {{ VALUES ?focus {{ {values} }}
               ?v a pg:Violation ; pg:focus ?focus ; pg:rule ?r ; pg:severity ?severity ; pg:message ?message .
-              ?r pg:ruleId ?rule }} ORDER BY ?focus ?rule ?message"""
+              ?r pg:ruleId ?rule . OPTIONAL {{ ?v pg:lineageStatus ?status }} }}
+            ORDER BY ?focus ?rule ?message"""
         )
         for r in rows:
             rule, severity = r["rule"].value, r["severity"].value  # type: ignore[union-attr]
+            status = status_of(severity, r["status"].value if r["status"] else None)  # type: ignore[union-attr]
             found.setdefault(r["focus"].value, []).append(  # type: ignore[union-attr]
-                Violation(rule, severity, r["message"].value, status_of(rule, severity))  # type: ignore[union-attr]
+                Violation(rule, severity, r["message"].value, status)  # type: ignore[union-attr]
             )
     return found
 

@@ -1,14 +1,36 @@
 """Contract rules: loading ``.rq`` files, running them as a gate, and reporting."""
 
-from provgraph.rules.rule import CLAUSES, SEVERITIES, Rule, load_rules, parse_rule
-from provgraph.rules.runner import CheckReport, RuleResult, Violation, record_check, run_check
+from provgraph.rules.rule import (
+    CLAUSES,
+    LINEAGE_STATUSES,
+    SEVERITIES,
+    LineageStatus,
+    Rule,
+    Severity,
+    load_rules,
+    parse_rule,
+)
+from provgraph.rules.runner import (
+    OUTCOMES,
+    CheckReport,
+    Outcome,
+    RuleResult,
+    Violation,
+    record_check,
+    run_check,
+)
 
 __all__ = [
     "CLAUSES",
+    "LINEAGE_STATUSES",
+    "OUTCOMES",
     "SEVERITIES",
     "CheckReport",
+    "LineageStatus",
+    "Outcome",
     "Rule",
     "RuleResult",
+    "Severity",
     "Violation",
     "load_rules",
     "parse_rule",

@@ -9,6 +9,12 @@ plain SPARQL that any tool can run). Indented ``#`` lines continue the previous 
     # title: Planned call has no terminal record
     # remedy: Re-run the call or record why it is missing ...
     # requires: pg:PlannedCall, pg:CallRecord
+    # lineage: unverifiable
+
+``lineage`` is optional: the claim status a violation gives the claims downstream of its focus
+when it is not the severity's default (``fail`` -> withdrawn, ``restrict`` -> restricted,
+``info`` -> none; see :mod:`provgraph.lineage`). :func:`provgraph.rules.record_check` writes it
+on each recorded violation, so lineage reads it from the graph.
 
 The query returns one row per violation, projecting at least ``?focus`` (the node the
 violation is about) and ``?message`` (one sentence a researcher understands).
@@ -19,15 +25,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, get_args
 
 from provgraph.errors import RuleError
 from provgraph.rdf.resources import queries_dir
 from provgraph.rdf.vocab import PG_NS
 
 CLAUSES = ("cohort", "pixel", "prompt", "model", "output", "annotation", "analysis", "release")
-SEVERITIES = ("fail", "restrict", "info")
+Severity = Literal["fail", "restrict", "info"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
+#: Claim statuses a rule's ``lineage:`` key may name (the limiting ones; "retained" limits nothing).
+LineageStatus = Literal["restricted", "unverifiable", "withdrawn"]
+LINEAGE_STATUSES: tuple[LineageStatus, ...] = get_args(LineageStatus)
 _REQUIRED = ("id", "clause", "severity", "title", "remedy")
-_OPTIONAL = ("requires",)
+_OPTIONAL = ("requires", "lineage")
+#: Every key a header may hold (the README's rules section names each).
+HEADER_KEYS = _REQUIRED + _OPTIONAL
 _ID = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
@@ -35,12 +48,14 @@ _ID = re.compile(r"^[a-z][a-z0-9-]*$")
 class Rule:
     id: str
     clause: str
-    severity: str
+    severity: Severity
     title: str
     remedy: str
     query: str
     path: Path
     requires: tuple[str, ...] = field(default=())
+    #: The claim status its violations imply when not the severity's default (header ``lineage:``).
+    lineage: LineageStatus | None = None
 
     @property
     def blocks_gate(self) -> bool:
@@ -91,6 +106,11 @@ def parse_rule(path: Path, text: str | None = None) -> Rule:
         raise RuleError(f"{path}:1: a {meta['clause']} rule must live in a folder named {meta['clause']}/")
     if meta["severity"] not in SEVERITIES:
         raise RuleError(f"{path}:1: unknown severity {meta['severity']!r} (one of {', '.join(SEVERITIES)})")
+    lineage = meta.get("lineage") or None
+    if lineage is not None and lineage not in LINEAGE_STATUSES:
+        raise RuleError(
+            f"{path}:1: unknown lineage status {lineage!r} (one of {', '.join(LINEAGE_STATUSES)})"
+        )
     requires = tuple(
         PG_NS + r.strip().removeprefix("pg:") for r in meta.get("requires", "").split(",") if r.strip()
     )
@@ -100,12 +120,13 @@ def parse_rule(path: Path, text: str | None = None) -> Rule:
     return Rule(
         id=meta["id"],
         clause=meta["clause"],
-        severity=meta["severity"],
+        severity=meta["severity"],  # type: ignore[arg-type]  # checked against SEVERITIES above
         title=meta["title"],
         remedy=meta["remedy"],
         query=query,
         path=path,
         requires=requires,
+        lineage=lineage,  # type: ignore[arg-type]  # checked against LINEAGE_STATUSES above
     )
 
 

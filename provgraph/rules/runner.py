@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, get_args
 
 import pyoxigraph as ox
 
@@ -31,6 +32,10 @@ from provgraph.store import catalog
 from provgraph.store.base import Store
 
 log = logging.getLogger(__name__)
+
+#: What running one rule came to (also written as ``pg:outcome`` of its ``pg:RuleResult``).
+Outcome = Literal["pass", "violated", "error", "skipped"]
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
 
 @dataclass
@@ -50,7 +55,7 @@ class Violation:
 @dataclass
 class RuleResult:
     rule: Rule
-    outcome: str  # pass | violated | error | skipped
+    outcome: Outcome
     violations: list[Violation] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
@@ -80,7 +85,7 @@ class CheckReport:
         return {c: grouped[c] for c in CLAUSES if c in grouped}
 
     def counts(self) -> dict[str, int]:
-        out = {"pass": 0, "violated": 0, "error": 0, "skipped": 0, "violations": 0}
+        out = dict.fromkeys((*OUTCOMES, "violations"), 0)
         for r in self.results:
             out[r.outcome] += 1
             out["violations"] += len(r.violations)
@@ -148,7 +153,7 @@ def run_rule(store: Store, rule: Rule) -> RuleResult:
         violations.append(Violation(focus.value, message.value))
     violations.sort(key=lambda v: (v.focus, v.message))
     locate(store, violations)
-    outcome = "violated" if violations else "pass"
+    outcome: Outcome = "violated" if violations else "pass"
     return RuleResult(rule, outcome, violations, seconds=time.perf_counter() - t0)
 
 
@@ -287,4 +292,5 @@ def _write_clause(
             add(node, PG.focus, IRI(v.focus) if plain_iri(v.focus) else None)
             add(node, PG.message, v.message)
             add(node, PG.severity, r.rule.severity)
+            add(node, PG.lineageStatus, r.rule.lineage)  # None (the severity's default) writes nothing
             add(node, PROV.wasGeneratedBy, check)
