@@ -7,11 +7,12 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from provgraph import __version__
-from provgraph.rules.runner import CheckReport
+from provgraph.rules.rule import Severity
+from provgraph.rules.runner import CheckReport, Outcome
 
 FORMATS = ("text", "json", "junit", "sarif", "markdown")
-_SARIF_LEVEL = {"fail": "error", "restrict": "warning", "info": "note"}
-_MARK = {"pass": "pass", "violated": "VIOLATED", "error": "ERROR", "skipped": "skipped"}
+_SARIF_LEVEL: dict[Severity, str] = {"fail": "error", "restrict": "warning", "info": "note"}
+_MARK: dict[Outcome, str] = {"pass": "pass", "violated": "VIOLATED", "error": "ERROR", "skipped": "skipped"}
 
 
 def gate_line(report: CheckReport) -> str:
