@@ -3,9 +3,12 @@
 Every member name is checked before any byte is used: absolute paths, ``..`` components,
 backslashes, NUL bytes, duplicate names, special files (devices, FIFOs) and links whose
 target leaves the archive's tree are rejected, each with an :class:`ArchiveError` naming the
-archive and the member. Decompression bombs are stopped by limits on the number of members,
+archive and the member. Links are resolved against the members the archive has laid out so
+far, never against the file system, and no path may run through a symbolic link (see
+:class:`_Tree`). Decompression bombs are stopped by limits on the number of members,
 the size of one member, the total size and the compression ratio; sizes are enforced while
-the bytes stream, so a header that lies about its size is caught too. Nothing is ever
+the bytes stream, so a header that lies about its size is caught too; the copies hard links
+make count against the total and the ratio as well. Nothing is ever
 written outside a destination folder (:func:`extract`).
 
 >>> safe_member_path("a/./b.txt")
@@ -21,6 +24,7 @@ import re
 import stat
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,15 +129,98 @@ def _dir_path(name: str, archive: str | Path) -> str | None:
     return safe_member_path(name, archive)
 
 
-def _link_inside(member: str, target: str, archive: str | Path, hard: bool) -> str:
-    """The normalised in-tree path a link points to, or an error when it leaves the tree."""
-    if not target or target.startswith("/") or re.match(r"^[A-Za-z]:", target) or "\\" in target:
-        raise ArchiveError(archive, f"link to {target!r} leaves the archive tree", member)
-    base = "" if hard else posixpath.dirname(member)
-    joined = posixpath.normpath(posixpath.join(base, target))
-    if joined == ".." or joined.startswith("../") or joined.startswith("/"):
-        raise ArchiveError(archive, f"link to {target!r} leaves the archive tree", member)
-    return joined
+_LEAVES = "link to {!r} leaves the archive tree"
+
+
+class _Tree:
+    """The paths an archive has laid out so far, to resolve its links without the file system.
+
+    The rule, the simplest sound one: no member path and no link target may run through a
+    symbolic link (or through a file). Then every path means what it says: a link's target,
+    resolved component by component from the link's folder, never meets another link, so its
+    lexical resolution is its real one, and it is checked to stay inside the tree. Archives
+    stream (a tar cannot look ahead), so each path a target walks through is remembered, and a
+    symbolic link arriving there later is refused too. A chain such as ``a -> .``,
+    ``a/b -> ..`` is refused at ``a/b`` (it lies under the link ``a``).
+    """
+
+    def __init__(self, archive: str | Path) -> None:
+        self.archive = archive
+        self.kinds: dict[str, str] = {}  # non-directory member -> its kind
+        self.sizes: dict[str, int] = {}  # file (or hard link) member -> its size
+        self.dirs: set[str] = set()  # directories, listed or implied by a member under them
+        self.walked: set[str] = set()  # paths a link target runs through: never a link later
+
+    def add(self, member: str, raw: str, kind: str, size: int = 0) -> None:
+        """Record a member, refusing duplicates and any path under a non-directory."""
+        if kind != "dir" and member in self.kinds:
+            raise ArchiveError(self.archive, "appears twice in the archive", raw)
+        if (kind == "dir" and member in self.kinds) or (kind != "dir" and member in self.dirs):
+            raise ArchiveError(self.archive, "is both a directory and a file or link", raw)
+        if kind == "symlink" and member in self.walked:
+            raise ArchiveError(
+                self.archive,
+                "symbolic link on the path of an earlier link's target (links may not chain)",
+                raw,
+            )
+        parts = member.split("/")
+        for i in range(1, len(parts)):
+            parent = "/".join(parts[:i])
+            if parent in self.kinds:
+                raise ArchiveError(
+                    self.archive,
+                    f"lies under {parent!r}, a {self.kinds[parent]}, not a directory "
+                    "(paths may not run through links)",
+                    raw,
+                )
+            self.dirs.add(parent)
+        if kind == "dir":
+            self.dirs.add(member)
+        else:
+            self.kinds[member] = kind
+            self.sizes[member] = size
+
+    def resolve(self, member: str, raw: str, target: str, hard: bool) -> str:
+        """The in-tree path a link points to (tar hard links are relative to the root)."""
+        if not target or target.startswith("/") or re.match(r"^[A-Za-z]:", target) or "\\" in target:
+            raise ArchiveError(self.archive, _LEAVES.format(target), raw)
+        stack = [] if hard else member.split("/")[:-1]
+        for part in target.split("/"):
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not stack:
+                    raise ArchiveError(self.archive, _LEAVES.format(target), raw)
+                stack.pop()  # safe: every component on the stack is known not to be a link
+                continue
+            stack.append(part)
+            here = "/".join(stack)
+            if self.kinds.get(here) == "symlink":
+                raise ArchiveError(
+                    self.archive,
+                    f"link to {target!r} goes through the symbolic link {here!r} (links may not chain)",
+                    raw,
+                )
+            self.walked.add(here)
+        resolved = "/".join(stack)
+        if hard and self.kinds.get(resolved) not in ("file", "hardlink"):
+            raise ArchiveError(self.archive, f"hard link to {target!r}, which is not an earlier file", raw)
+        return resolved or "."
+
+    def link(self, member: str, raw: str, target: str, hard: bool) -> Entry:
+        """Record a link member and return its entry (a hard link's size is its target's)."""
+        kind: Literal["symlink", "hardlink"] = "hardlink" if hard else "symlink"
+        self.add(member, raw, kind)
+        resolved = self.resolve(member, raw, target, hard)
+        size = self.sizes.get(resolved, 0) if hard else 0
+        self.sizes[member] = size
+        return Entry(member, kind, size, resolved)
+
+
+def _zlib_reason(err: zlib.error) -> str:
+    """``Error -3 while decompressing data: invalid code lengths set`` -> a plain reason."""
+    detail = str(err).rpartition(": ")[2]
+    return f"corrupt compressed data ({detail})" if detail else "corrupt compressed data"
 
 
 class _Budget:
@@ -169,40 +256,51 @@ class _Budget:
                 name,
             )
 
-    def _guard(self, name: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    def _add(self, name: str, size: int) -> None:
+        self.total += size
+        if self.total > self.limits.max_total_bytes:
+            raise ArchiveError(
+                self.archive,
+                f"the archive expands to more than {self.limits.max_total_bytes} bytes (limit; "
+                "decompression bomb?)",
+                name,
+            )
+
+    def _ratio(self, name: str, what: str) -> None:
+        if self.total > RATIO_FLOOR and self.total > self.limits.max_ratio * self.compressed:
+            raise ArchiveError(
+                self.archive,
+                f"{what} more than {self.limits.max_ratio:.0f} times its compressed size "
+                "(decompression bomb?)",
+                name,
+            )
+
+    def copied(self, name: str, size: int) -> None:
+        """A hard link's copy: bytes written that take no room in the archive, so they count
+        against the total and, whatever the format, against the whole-archive ratio."""
+        self._add(name, size)
+        self._ratio(name, "with its hard-link copies, the archive expands")
+
+    def guard(self, name: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
         """The member's bytes, with decoding failures turned into :class:`ArchiveError`."""
         try:
             yield from chunks
+        except zlib.error as err:
+            raise ArchiveError(self.archive, _zlib_reason(err), name) from err
         except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError) as err:
             raise ArchiveError(self.archive, f"corrupt member data: {err}", name) from err
 
     def stream(self, name: str, chunks: Iterator[bytes], declared: int, whole_ratio: bool) -> Iterator[bytes]:
         seen = 0
-        for chunk in self._guard(name, chunks):
+        for chunk in self.guard(name, chunks):
             seen += len(chunk)
-            self.total += len(chunk)
             if seen > declared:
                 raise ArchiveError(
                     self.archive, f"holds more bytes than its header declares ({declared})", name
                 )
-            if self.total > self.limits.max_total_bytes:
-                raise ArchiveError(
-                    self.archive,
-                    f"the archive expands to more than {self.limits.max_total_bytes} bytes (limit; "
-                    "decompression bomb?)",
-                    name,
-                )
-            if (
-                whole_ratio
-                and self.total > RATIO_FLOOR
-                and self.total > self.limits.max_ratio * self.compressed
-            ):
-                raise ArchiveError(
-                    self.archive,
-                    f"the archive expands more than {self.limits.max_ratio:.0f} times its compressed "
-                    "size (decompression bomb?)",
-                    name,
-                )
+            self._add(name, len(chunk))
+            if whole_ratio:
+                self._ratio(name, "the archive expands")
             yield chunk
 
 
@@ -222,38 +320,44 @@ def walk(path: Path, limits: Limits | None = None, name: str | None = None) -> I
     except OSError as err:
         raise ArchiveError(label, f"cannot read: {err.strerror or err}") from err
     budget = _Budget(label, limits, size)
-    seen: set[str] = set()
-
-    def once(member: str, raw: str) -> None:
-        if member in seen:
-            raise ArchiveError(label, "appears twice in the archive", raw)
-        seen.add(member)
-
+    tree = _Tree(label)
     try:
         if kind == "zip":
-            yield from _walk_zip(path, label, limits, budget, once)
+            yield from _walk_zip(path, label, limits, budget, tree)
         else:
-            yield from _walk_tar(path, label, budget, once, gz=kind == "tar.gz")
+            yield from _walk_tar(path, label, budget, tree, gz=kind == "tar.gz")
+    except zlib.error as err:
+        raise ArchiveError(label, _zlib_reason(err)) from err
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as err:
         raise ArchiveError(label, f"corrupt archive: {err}") from err
     except (ValueError, NotImplementedError) as err:  # zlib/zipfile complaints about the data
         raise ArchiveError(label, f"cannot read: {err}") from err
 
 
-def _walk_zip(path: Path, label: str, limits: Limits, budget: _Budget, once) -> Iterator[Entry]:
+def _zip_chunks(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    with zf.open(info) as fh:
+        while chunk := fh.read(_CHUNK):
+            yield chunk
+
+
+def _walk_zip(path: Path, label: str, limits: Limits, budget: _Budget, tree: _Tree) -> Iterator[Entry]:
     with zipfile.ZipFile(path) as zf:
         infos = zf.infolist()
         if len(infos) > limits.max_members:
             raise ArchiveError(label, f"{len(infos)} members, more than the limit {limits.max_members}")
         for info in infos:
             budget.member(info.filename)
+            # zipfile cuts a name at its first NUL; the name as the central directory holds it
+            # is orig_filename, so a NUL is refused instead of silently naming another member.
+            if "\x00" in info.orig_filename:
+                raise ArchiveError(label, "NUL byte in the member name", info.orig_filename)
             mode = info.external_attr >> 16
             if info.is_dir():
                 if (member := _dir_path(info.filename, label)) is not None:
+                    tree.add(member, info.filename, "dir")
                     yield Entry(member, "dir", 0)
                 continue
             member = safe_member_path(info.filename, label)
-            once(member, info.filename)
             if info.flag_bits & 0x1:
                 raise ArchiveError(label, "encrypted member: its bytes cannot be verified", info.filename)
             if mode and (
@@ -263,43 +367,34 @@ def _walk_zip(path: Path, label: str, limits: Limits, budget: _Budget, once) -> 
             if mode and stat.S_ISLNK(mode):
                 if info.file_size > 4096:
                     raise ArchiveError(label, "symbolic link target longer than 4096 bytes", info.filename)
-                target = zf.read(info).decode("utf-8", errors="replace")
-                yield Entry(member, "symlink", 0, _link_inside(member, target, label, hard=False))
+                raw = b"".join(budget.guard(info.filename, _zip_chunks(zf, info)))
+                yield tree.link(member, info.filename, raw.decode("utf-8", errors="replace"), hard=False)
                 continue
+            tree.add(member, info.filename, "file", info.file_size)
             budget.declared(info.filename, info.file_size, info.compress_size)
-
-            def chunks(info=info) -> Iterator[bytes]:
-                with zf.open(info) as fh:
-                    while chunk := fh.read(_CHUNK):
-                        yield chunk
-
-            yield Entry(
-                member,
-                "file",
-                info.file_size,
-                None,
-                budget.stream(info.filename, chunks(), info.file_size, False),
-            )
+            chunks = budget.stream(info.filename, _zip_chunks(zf, info), info.file_size, False)
+            yield Entry(member, "file", info.file_size, None, chunks)
 
 
-def _walk_tar(path: Path, label: str, budget: _Budget, once, gz: bool) -> Iterator[Entry]:
+def _walk_tar(path: Path, label: str, budget: _Budget, tree: _Tree, gz: bool) -> Iterator[Entry]:
     with path.open("rb") as raw, tarfile.open(fileobj=raw, mode="r|gz" if gz else "r|") as tf:
         for info in tf:
             budget.member(info.name)
             if info.isdir():
                 if (member := _dir_path(info.name, label)) is not None:
+                    tree.add(member, info.name, "dir")
                     yield Entry(member, "dir", 0)
                 continue
             member = safe_member_path(info.name, label)
-            once(member, info.name)
-            if info.issym():
-                yield Entry(member, "symlink", 0, _link_inside(member, info.linkname, label, hard=False))
-                continue
-            if info.islnk():
-                yield Entry(member, "hardlink", 0, _link_inside(member, info.linkname, label, hard=True))
+            if info.issym() or info.islnk():
+                entry = tree.link(member, info.name, info.linkname, hard=info.islnk())
+                if info.islnk():
+                    budget.copied(info.name, entry.size)
+                yield entry
                 continue
             if not info.isfile():
                 raise ArchiveError(label, "special file (device, FIFO or socket)", info.name)
+            tree.add(member, info.name, "file", info.size)
             budget.declared(info.name, info.size)
             fh = tf.extractfile(info)
 
@@ -312,38 +407,54 @@ def _walk_tar(path: Path, label: str, budget: _Budget, once, gz: bool) -> Iterat
             yield Entry(member, "file", info.size, None, budget.stream(info.name, chunks(), info.size, gz))
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _copy(source: Path, target: Path) -> None:
+    """Copy an extracted file for a hard link, following no link at either end."""
+    fd = os.open(source, os.O_RDONLY | _NOFOLLOW)
+    with os.fdopen(fd, "rb") as src, open(target, "xb") as out:
+        while chunk := src.read(_CHUNK):
+            out.write(chunk)
+
+
 def extract(path: Path, dest: Path, limits: Limits | None = None, name: str | None = None) -> list[Entry]:
     """Extract an archive into the empty folder ``dest`` after checking every member.
 
-    In-tree symbolic links become symbolic links, hard links become copies. Returns the
-    entries (their chunk streams consumed).
+    In-tree symbolic links become symbolic links, hard links become copies. No path is
+    followed through a link (:class:`_Tree` refuses such archives; the checks here are a
+    second line), so nothing is read or written outside ``dest``. Returns the entries
+    (their chunk streams consumed).
     """
+    label = name or path
     dest.mkdir(parents=True, exist_ok=True)
     if any(dest.iterdir()):
-        raise ArchiveError(name or path, f"extraction folder {dest} is not empty")
+        raise ArchiveError(label, f"extraction folder {dest} is not empty")
     entries = []
     root = dest.resolve()
     for entry in walk(path, limits, name):
         target = root / entry.path
-        if not target.resolve().is_relative_to(root) and entry.kind != "symlink":
-            raise ArchiveError(name or path, "would be written outside the extraction folder", entry.path)
-        if entry.kind == "dir":
-            target.mkdir(parents=True, exist_ok=True)
-        elif entry.kind == "file":
+        if not target.parent.resolve().is_relative_to(root) or target.is_symlink():
+            raise ArchiveError(label, "would be written outside the extraction folder", entry.path)
+        try:
+            if entry.kind == "dir":
+                target.mkdir(parents=True, exist_ok=True)
+                continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "xb") as fh:
-                for chunk in entry.chunks():
-                    fh.write(chunk)
-        elif entry.kind == "symlink":
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(posixpath.relpath(entry.link or "", posixpath.dirname(entry.path) or "."), target)
-        else:  # hardlink: a copy of an earlier member
-            source = root / (entry.link or "")
-            if not source.is_file():
-                raise ArchiveError(
-                    name or path, f"hard link to {entry.link!r}, which is not an earlier file", entry.path
-                )
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(source.read_bytes())
+            if entry.kind == "file":
+                with open(target, "xb") as fh:  # x: never through an existing link
+                    for chunk in entry.chunks():
+                        fh.write(chunk)
+            elif entry.kind == "symlink":
+                os.symlink(posixpath.relpath(entry.link or ".", posixpath.dirname(entry.path) or "."), target)
+            else:  # hardlink: a copy of an earlier member
+                source = root / (entry.link or "")
+                if source.is_symlink() or not source.parent.resolve().is_relative_to(root):
+                    raise ArchiveError(
+                        label, f"hard link to {entry.link!r} leaves the extraction folder", entry.path
+                    )
+                _copy(source, target)
+        except OSError as err:
+            raise ArchiveError(label, f"cannot extract: {err.strerror or err}", entry.path) from err
         entries.append(entry)
     return entries
