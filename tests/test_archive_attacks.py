@@ -61,21 +61,22 @@ def _special(name: str, kind: bytes, target: str = "") -> tarfile.TarInfo:
     return info
 
 
-def _chain(up: int, leaf: str) -> list[tarfile.TarInfo]:
-    """``a -> .``, ``a/b -> ..``, ``a/b/c -> ..`` ...: each looks in-tree, each climbs one more."""
+def _chain(up: int, leaf: str) -> list[tarfile.TarInfo | tuple[str, bytes]]:
+    """``a -> .``, ``a/n0 -> ..``, ``a/n0/n1 -> ..`` ...: each looks in-tree, each climbs one more.
+
+    Three climbs from verify's extraction folder (``tmp/provgraph-verify-*/x``) reach the
+    arena, so ``leak`` is the sentinel; the SHA256SUMS lists the sentinel's digest, which
+    made `release verify` a hash oracle (it printed OK) before links were resolved.
+    """
     names = ["a"]
     links = [_special("a", tarfile.SYMTYPE, ".")]
     for i in range(up):
         names.append(f"n{i}")
         links.append(_special("/".join(names), tarfile.SYMTYPE, ".."))
-    return [
-        *links,
-        _special(
-            "leak",
-            tarfile.LNKTYPE if leaf == "hard" else tarfile.SYMTYPE,
-            "/".join(names) + "/outside/sentinel.txt",
-        ),
-    ]
+    kind = tarfile.LNKTYPE if leaf == "hard" else tarfile.SYMTYPE
+    leak = _special("leak", kind, "/".join(names) + "/outside/sentinel.txt")
+    sums = f"{hashlib.sha256(SENTINEL).hexdigest()}  leak\n".encode()
+    return [("SHA256SUMS", sums), *links, leak]
 
 
 def _nul_zip(path: Path) -> Path:
@@ -119,8 +120,8 @@ ATTACKS: dict[str, tuple[str, Callable[[Path, Path], Path], str]] = {
     "zip-slip tar": ("slip.tar", lambda p, t: _tar(p, [("a/../../../planted.txt", b"x")]), "path traversal"),
     "absolute zip": ("abs.zip", lambda p, t: _zip(p, [(_abs(t), b"x")]), "absolute path"),
     "absolute tar": ("abs.tar", lambda p, t: _tar(p, [(_abs(t), b"x")]), "absolute path"),
-    "symlink chain, hard leaf": ("chain.tar", lambda p, t: _tar(p, _chain(4, "hard")), "not a directory"),
-    "symlink chain, soft leaf": ("chain2.tar", lambda p, t: _tar(p, _chain(4, "soft")), "not a directory"),
+    "symlink chain, hard leaf": ("chain.tar", lambda p, t: _tar(p, _chain(3, "hard")), "not a directory"),
+    "symlink chain, soft leaf": ("chain2.tar", lambda p, t: _tar(p, _chain(3, "soft")), "not a directory"),
     "link through a link": (
         "through.tar",
         lambda p, t: _tar(p, [_special("up", tarfile.SYMTYPE, "."), _special("x", tarfile.LNKTYPE, "up/x")]),
@@ -250,13 +251,13 @@ def test_extraction_stays_inside_and_under_the_limit(arena: Path, attack: str) -
     name, builder, reason = ATTACKS[attack]
     archive = builder(arena / "work" / name, arena)
     limits = Limits(max_total_bytes=4 << 20)
-    dest = arena / "tmp" / "x"
+    dest = arena / "tmp" / "v" / "x"  # as deep as verify's, so the chains reach the arena
     before = _tree(arena)
     with pytest.raises(ArchiveError, match=reason):
         extract(archive, dest, limits)
     after = _tree(arena)
     written = {k: v for k, v in after.items() if k not in before}
-    assert all(k.startswith("tmp/x") for k in written), sorted(written)
+    assert all(k.startswith("tmp/v") for k in written), sorted(written)
     assert SENTINEL not in [v for k, v in written.items()]
     assert sum(len(v or b"") for v in written.values()) <= limits.max_total_bytes
 
