@@ -5,8 +5,10 @@ archive (``pg:extractedFrom``). A ``SHA256SUMS`` at the archive root is the arch
 manifest: its lines become ``pg:ManifestEntry`` nodes the release rules compare with the
 members. Members matching ``[release].texts`` are read for claims like any text.
 
-Unsafe archives (path traversal, absolute paths, links leaving the tree, special files,
-decompression bombs beyond ``[release].limits``) are rejected whole with a clear error.
+Unsafe archives (path traversal, absolute paths, links leaving the tree or running through
+another link, special files, decompression bombs and hard-link amplification beyond
+``[release.limits]``) are rejected whole with a clear error; the checks are those of
+:func:`provgraph.evidence.archive.walk`, the same as `release verify`.
 """
 
 from __future__ import annotations
