@@ -80,7 +80,9 @@ def test_check_on_a_broken_results_answer_fails_closed(cli, upstream, mode: str,
 @pytest.mark.parametrize("mode", [*TRANSPORT, *RESULTS])
 def test_query_on_a_broken_select_answer_fails(cli, upstream, mode: str) -> None:
     with BadSparqlServer(upstream.url, mode, pick="callId") as bad:
-        r = cli("-C", str(upstream.root), "--store", bad.url, "query", "SELECT ?id WHERE { ?c pg:callId ?id }")
+        r = cli(
+            "-C", str(upstream.root), "--store", bad.url, "query", "SELECT ?id WHERE { ?c pg:callId ?id }"
+        )
         _fails_with_one_line(r, bad)
     assert r.out == ""
 
