@@ -8,7 +8,10 @@ must never give exit 0 with partial output, nor exit 3.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,6 +60,26 @@ def test_export_of_a_broken_construct_answer_fails(cli, upstream, tmp_path: Path
     assert not out.exists() or out.stat().st_size == 0, "a partial export was written"
     if mode == "unframed-cut":
         assert "neither Content-Length nor chunked" in line, line
+
+
+@pytest.mark.parametrize("mode", ["unframed-cut", "cut-json"])
+def test_the_provgraph_process_exits_2_with_one_line(upstream, tmp_path: Path, mode: str) -> None:
+    """Issue 22 items 9 and 10 as a user meets them: ``provgraph`` as its own process."""
+    out = tmp_path / "graph.nq"
+    command = ["export", "--format", "nquads", "-o", str(out)] if mode == "unframed-cut" else ["check"]
+    with BadSparqlServer(upstream.url, mode, pick="CONSTRUCT" if mode == "unframed-cut" else "ASK") as bad:
+        proc = subprocess.run(
+            [sys.executable, "-m", "provgraph", "-C", str(upstream.root), "--store", bad.url, *command],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"provgraph: error: {bad.url} (oxigraph): "), line
+    assert not out.exists() or out.stat().st_size == 0, "a partial export was written"
+    assert "PASS" not in proc.stdout
 
 
 def test_export_through_the_proxy_is_complete_when_nothing_breaks(cli, upstream, tmp_path: Path) -> None:
