@@ -10,12 +10,17 @@ the list is read once, and checked again at the end: if another client replaced 
 graphs meanwhile, the reads mixed two states and :class:`StoreChanged` is raised.
 
 Transport failures (refused, reset, timed out, cut-off answers) raise
-:class:`StoreUnavailable` with one line naming the server and what happened.
+:class:`StoreUnavailable` with one line naming the server and what happened. So does every
+answer that cannot be shown whole: a body shorter or longer than its Content-Length, a chunked
+body without its final chunk, a results document that does not parse to its end, an N-Triples
+(Turtle, TSV, CSV) answer with no framing at all (only the connection's close marks its end,
+so one cut at a line end would pass for complete), an answer of another type, a 5xx status.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import logging
 import socket
 import ssl
@@ -23,7 +28,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 from urllib.parse import urlencode, urlsplit
 
 import pyoxigraph as ox
@@ -63,7 +68,7 @@ class SparqlStore(Store):
     # -- the Store interface -------------------------------------------------------------
 
     def update(self, update: str) -> None:
-        status, _, body = self._request(
+        status, _, body, _ = self._request(
             "POST",
             self.endpoint.update,
             update.encode("utf-8"),
@@ -78,7 +83,7 @@ class SparqlStore(Store):
         params = urlencode([(self.endpoint.graph_param, graph), *bulk])
         url = self.endpoint.store + ("&" if "?" in self.endpoint.store else "?") + params
         with ntriples.open("rb") as body:
-            status, _, answer = self._request(
+            status, _, answer, _ = self._request(
                 "PUT",
                 url,
                 body,
@@ -195,14 +200,14 @@ class SparqlStore(Store):
     def _select_raw(self, query: str, graphs: list[str] | None) -> list[dict[str, Term | None]]:
         result = self._send_query(query, graphs)
         if not isinstance(result, ox.QuerySolutions):
-            raise StoreError(f"{self.location}: expected SELECT results from the server")
+            raise StoreUnavailable(f"{self.location}: expected SELECT results from the server")
         names = [v.value for v in result.variables]
         return [{n: sol[n] for n in names} for sol in result]
 
     def _construct_raw(self, query: str, graphs: list[str]) -> list[ox.Triple]:
         result = self._send_query(query, graphs)
         if not isinstance(result, list):
-            raise StoreError(f"{self.location}: expected triples from the server")
+            raise StoreUnavailable(f"{self.location}: expected triples from the server")
         return result
 
     def _send_query(self, query: str, graphs: list[str] | None) -> object:
@@ -215,31 +220,24 @@ class SparqlStore(Store):
             params += [("named-graph-uri", g) for g in graphs]
         elif self.endpoint.dataset == "union" and self.endpoint.union_param:
             params.append((self.endpoint.union_param, ""))
-        status, media, body = self._request(
+        answer = self._request(
             "POST",
             self.endpoint.query,
             urlencode(params).encode("ascii"),
             {"Content-Type": "application/x-www-form-urlencoded", "Accept": ACCEPT},
         )
+        status, body = answer.status, answer.body
         if status == 400:
             raise SyntaxError(_first_line(body))
+        if status >= 500:  # the server's fault, not the query's: no later answer is trusted
+            raise StoreUnavailable(f"{self.location}: the server failed (HTTP {status}): {_first_line(body)}")
         if status >= 300:
             raise StoreError(f"{self.location}: query failed (HTTP {status}): {_first_line(body)}")
-        try:
-            results_format = ox.QueryResultsFormat.from_media_type(media)
-            if results_format is not None:
-                return ox.parse_query_results(body, results_format)
-            rdf_format = ox.RdfFormat.from_media_type(media)
-            if rdf_format is not None:
-                return list(ox.parse(body, rdf_format))
-        except SyntaxError as err:  # a body cut short by a dying server
-            raise StoreUnavailable(f"{self.location}: the server's answer is broken ({err})") from err
-        raise StoreError(f"{self.location}: unexpected answer of type {media or 'unknown'!r}")
+        return _parse_answer(self.location, answer)
 
-    def _request(
-        self, method: str, url: str, body: bytes | IO[bytes], headers: dict[str, str]
-    ) -> tuple[int, str, bytes]:
-        """One HTTP exchange on a fresh connection: (status, media type, body).
+    def _request(self, method: str, url: str, body: bytes | IO[bytes], headers: dict[str, str]) -> Answer:
+        """One HTTP exchange on a fresh connection; the answer's body is read in full, and
+        checked against its framing (:func:`_read_body`).
 
         Connecting waits ``connect-timeout`` seconds; then every read waits at most
         ``timeout`` seconds for the next bytes of the answer.
@@ -262,7 +260,7 @@ class SparqlStore(Store):
             conn.request(method, path, body=body, headers={**ep.headers, **headers})
             phase = "answer"
             response = conn.getresponse()
-            data = response.read()
+            data, framed = _read_body(response, conn.sock)
             media = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
             status = response.status
         except TimeoutError as err:
@@ -272,6 +270,8 @@ class SparqlStore(Store):
                 f"{ep.location}: the SPARQL server did not {_VERB[phase]} within {limit:g} s "
                 f"(raise it with #{what}=SECONDS)"
             ) from err
+        except _Overlong as err:
+            raise StoreUnavailable(f"{ep.location}: the server's answer is broken: {err}") from err
         except ssl.SSLError as err:
             raise StoreUnavailable(f"{ep.location}: TLS failed: {err.reason or err}") from err
         except (OSError, http.client.HTTPException) as err:
@@ -296,7 +296,7 @@ class SparqlStore(Store):
                 f"{ep.location}: {url.split('?')[0]} redirects (HTTP {status}) to "
                 f"{response.getheader('Location')}; give that URL instead"
             )
-        return status, media, data
+        return Answer(status, media, data, framed)
 
 
 _VERB = {"connect": "accept the connection", "send": "take the request", "answer": "answer"}
@@ -324,3 +324,82 @@ def _iri(value: str) -> str:
     if any(ch in value for ch in '<>"{}|\\^` \n'):
         raise ValueError(f"not a plain IRI: {value!r}")
     return value
+
+
+class Answer(NamedTuple):
+    """A server's answer, read in full; ``framed``: its end was announced (Content-Length or
+    the final chunk of a chunked body), so a cut-off body could not pass for a whole one."""
+
+    status: int
+    media: str
+    body: bytes
+    framed: bool
+
+
+def _read_body(response: http.client.HTTPResponse, sock: socket.socket | None) -> tuple[bytes, bool]:
+    """The whole body and whether it was framed. A body shorter than its Content-Length, or
+    chunked without the final chunk, raises :class:`http.client.IncompleteRead`; bytes after
+    the announced end (a Content-Length too small, which http.client silently drops) raise
+    :class:`http.client.HTTPException`."""
+    if response.chunked:
+        return response.read(), True  # IncompleteRead unless the terminating chunk arrives
+    length = response.length
+    if length is None:  # delimited by the connection's close: no proof of completeness
+        return response.read(), False
+    fp = response.fp
+    assert fp is not None
+    data = fp.read(length)  # read here, not by response.read(), which closes fp at the end
+    if len(data) < length:
+        raise http.client.IncompleteRead(data, length - len(data))
+    if sock is not None and response.status not in (204, 304):
+        sock.settimeout(0.0)  # only what already arrived: a keep-alive server sends nothing more
+        try:
+            extra = fp.peek(1)
+        except OSError:
+            extra = b""
+        if extra:
+            raise _Overlong(f"bytes after the end its Content-Length announced ({length} bytes)")
+    response.close()
+    return data, True
+
+
+class _Overlong(http.client.HTTPException):
+    """The server sent more than its Content-Length: the announced length is wrong."""
+
+
+def _parse_answer(location: str, answer: Answer) -> object:
+    """pyoxigraph's result for a query's answer, parsed to its end before it is returned.
+
+    A JSON results document proves its own end (the closing brace), so it may come unframed
+    (connection close); N-Triples, Turtle, TSV and CSV can be cut at a line end and still
+    parse, so they must be framed. pyoxigraph parses solutions lazily and accepts a boolean
+    document without its closing brace: both are checked here, whatever the framing.
+    """
+    media, body = answer.media, answer.body
+    try:
+        results_format = ox.QueryResultsFormat.from_media_type(media)
+        rdf_format = ox.RdfFormat.from_media_type(media) if results_format is None else None
+        if results_format is None and rdf_format is None:
+            raise StoreUnavailable(f"{location}: unexpected answer of type {media or 'unknown'!r}")
+        if not answer.framed and results_format != ox.QueryResultsFormat.JSON:
+            raise StoreUnavailable(
+                f"{location}: the server's {media} answer came with neither Content-Length nor "
+                "chunked transfer encoding, so a cut-off answer could not be told from a whole one"
+            )
+        if rdf_format is not None:
+            return list(ox.parse(body, rdf_format))
+        result = ox.parse_query_results(body, results_format)
+        if isinstance(result, ox.QuerySolutions):
+            for _ in result:  # every solution parses, up to the document's end
+                pass
+            return ox.parse_query_results(body, results_format)
+        if results_format == ox.QueryResultsFormat.JSON and "boolean" not in json.loads(body):
+            raise SyntaxError("no 'boolean' key")
+        return result
+    except (SyntaxError, ValueError, UnicodeDecodeError) as err:  # JSONDecodeError is a ValueError
+        raise StoreUnavailable(f"{location}: the server's answer is broken ({_one_line(err)})") from err
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err) or type(err).__name__
+    return " ".join(text.split())[:300]
