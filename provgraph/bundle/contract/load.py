@@ -26,6 +26,8 @@ CONTRACT_FILE = "provgraph.toml"
 MAX_CONTRACT_BYTES = 1 << 20
 #: Deepest nesting of tables and arrays (the schema needs 4).
 MAX_CONTRACT_DEPTH = 32
+#: Schema violations listed one per line; the rest are counted in one more line.
+MAX_PROBLEMS = 20
 
 
 @cache
@@ -165,10 +167,13 @@ def validate(data: dict[str, Any], path: Path, text: str = "") -> None:
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     if not errors:
         return
-    problems = [_describe(err, path, text) for err in errors]
+    # each problem's line is found by scanning the text: describe only the first few
+    problems = [_describe(err, path, text) for err in errors[:MAX_PROBLEMS]]
     first = problems[0]
     if len(problems) > 1:
         rest = "\n".join(str(p) for p in problems[1:])
+        if len(errors) > MAX_PROBLEMS:
+            rest += f"\n{path}: ... and {len(errors) - MAX_PROBLEMS} more problems"
         raise ContractError(path, first.key, f"{first.reason}\n{rest}", first.line)
     raise first
 
