@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, ingest_bundle
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from provgraph.lineage.resolve import resolve
 
@@ -27,6 +29,7 @@ HOSTILE = [
     "x y:3",  # FILE:LINE with a space in the path
     "http://x y",  # looks like an IRI, is none
     "} } DROP ALL ; SELECT * WHERE { ?s ?p ?o",
+    "bad\udcffbyte",  # an argument byte that is not UTF-8 (surrogateescape)
 ]
 
 
@@ -46,6 +49,12 @@ def store(bundle: Path):
 @pytest.mark.parametrize("target", HOSTILE)
 def test_text_targets_resolve_to_nothing(store, target: str) -> None:
     assert resolve(store, target) == []
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=40) | st.sampled_from(HOSTILE).map(lambda t: t + ":1"))
+def test_any_text_target_resolves_without_error(store, target: str) -> None:
+    assert isinstance(resolve(store, target), list)
 
 
 def test_a_text_target_finds_the_mentions_written_so(store) -> None:

@@ -34,6 +34,8 @@ def resolve(store: Store, target: str, base: str | None = None) -> list[str]:
     """
     base = base if base is not None else _base(store)
     target = target.strip()
+    if not target.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in target):
+        return []  # an undecodable argument byte: no stored text holds it (and no literal can)
     found: list[str] = []
     if re.match(r"^[A-Za-z][\w+.-]*:", target) and not _FILE_LINE.match(target) and _valid_iri(target):
         return [target] if _exists(store, target) else []
