@@ -38,10 +38,11 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int) -> 
     """Trace TARGET back to its source files and give its claim status.
 
     TARGET is a number as written (182.29, 26/45, 17%), FILE:LINE (README.md:12, or
-    dist/x.zip!/README.md:3 inside an archive), a bundle path, or a node IRI (absolute or
-    relative to the project's base IRI). Every node shows the violations recorded on it; the
-    status (retained, restricted, unverifiable, withdrawn) is the strongest limitation found
-    upstream. Several matches are all listed; exit 1 when nothing matches.
+    dist/x.zip!/README.md:3 inside an archive), a bundle path, a node IRI (absolute or
+    relative to the project's base IRI), or text a document writes (a model name). Every node
+    shows the violations recorded on it; the status (retained, restricted, unverifiable,
+    withdrawn) is the strongest limitation found upstream. Several matches are all listed;
+    exit 1 when nothing matches.
 
     The contract rules are run (and recorded) first, so the violations are current; use
     --no-check to read the last recorded check instead.
@@ -62,7 +63,8 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int) -> 
     base = base_iri(store)
     matches = resolve(store, target, base)
     if not matches:
-        click.echo(f"{target}: matches no node, claim, reported value or statistic in the store")
+        shown = target if target.isprintable() else repr(target)  # a tab or newline: still one line
+        click.echo(f"{shown}: matches no node, claim, reported value or statistic in the store")
         return ExitCode.VIOLATIONS
     lineages = [trace(store, iri, max_nodes) for iri in matches]
     if fmt == "json":

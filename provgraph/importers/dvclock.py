@@ -3,17 +3,30 @@
 Stages carry ``cmd``, ``deps[]`` and ``outs[]`` (``path``, ``md5`` or ``hash``, ``size``)
 and ``params``. A dependency named in the command is the stage's script. Paths are relative
 to the folder holding ``dvc.lock`` (``wdir`` is honoured).
+
+DVC writes a plain YAML mapping, with no anchors or aliases (its writer builds fresh dicts per
+stage), so aliases are a hostile input here: they may expand to at most
+:data:`MAX_ALIAS_NODES` nodes in all and never refer to themselves (a 486-byte "billion
+laughs" file otherwise expands to 9^9 nodes), and the file is read only up to
+:data:`MAX_LOCK_BYTES`.
 """
 
 from __future__ import annotations
 
 import posixpath
 import shlex
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from provgraph.evidence.buildnodes import Recorded, write_build
 from provgraph.ingest.api import CERTAIN, NO, Bundle, ImportContext, Importer, InputError, Source
+
+#: Largest dvc.lock read (a lock of thousands of stages is well under 1 MiB; pure-Python YAML
+#: parses about 1 MiB/s).
+MAX_LOCK_BYTES = 16 << 20
+#: Most nodes that the aliases of one dvc.lock may add once expanded.
+MAX_ALIAS_NODES = 10_000
 
 
 def _recorded(item: Any) -> Recorded | str:
@@ -35,12 +48,15 @@ class DvcLockImporter(Importer):
         return CERTAIN if path.name == "dvc.lock" else NO
 
     def ingest(self, source: Source, ctx: ImportContext) -> None:
-        import yaml
+        import yaml  # lazy: pyyaml is loaded only when a dvc.lock is imported
 
+        size = source.path.stat().st_size
+        if size > MAX_LOCK_BYTES:
+            limit = f"{MAX_LOCK_BYTES >> 20} MiB"
+            raise InputError(source.rel, f"{size} bytes, larger than {limit}, the limit for a dvc.lock")
         text = source.path.read_text(encoding="utf-8", errors="replace")
         try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
-            data = yaml.safe_load(text)
+            root, data = _load(text)
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
             raise InputError(
@@ -79,9 +95,58 @@ class DvcLockImporter(Importer):
             ctx.record()
 
 
+def _load(text: str) -> tuple[Any, Any]:
+    """The node tree (for line numbers) and the data of one YAML document, aliases bounded."""
+    loader = _bounded_loader()(text)
+    try:
+        root = loader.get_single_node()
+        return root, (loader.construct_document(root) if root is not None else None)
+    finally:
+        loader.dispose()
+
+
+@cache
+def _bounded_loader() -> type:
+    """A ``SafeLoader`` that counts what aliases expand to (built on first use: lazy pyyaml)."""
+    import yaml  # lazy: see DvcLockImporter.ingest
+
+    class BoundedLoader(yaml.SafeLoader):
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.sizes: dict[int, int] = {}  # id(node) -> nodes once expanded; set when composed
+            self.expanded = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                target = self.anchors.get(event.anchor)
+                if target is not None:  # an unknown anchor: the composer's own error
+                    if id(target) not in self.sizes:
+                        raise yaml.composer.ComposerError(
+                            None, None, f"alias *{event.anchor} refers to itself", event.start_mark
+                        )
+                    self.expanded += self.sizes[id(target)]
+                    if self.expanded > MAX_ALIAS_NODES:
+                        raise yaml.composer.ComposerError(
+                            None,
+                            None,
+                            f"aliases expand to more than {MAX_ALIAS_NODES} nodes "
+                            "(DVC writes no aliases: an alias bomb?)",
+                            event.start_mark,
+                        )
+                return super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
+            children = node.value if isinstance(node.value, list) else []
+            flat = [n for c in children for n in (c if isinstance(c, tuple) else (c,))]
+            self.sizes[id(node)] = 1 + sum(self.sizes.get(id(c), 1) for c in flat)
+            return node
+
+    return BoundedLoader
+
+
 def _stage_lines(root: Any) -> dict[str, int]:
     """1-based line of each stage key (from the YAML node tree)."""
-    import yaml
+    import yaml  # lazy: see DvcLockImporter.ingest
 
     found: dict[str, int] = {}
     if not isinstance(root, yaml.MappingNode):

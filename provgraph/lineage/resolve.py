@@ -28,12 +28,16 @@ def resolve(store: Store, target: str, base: str | None = None) -> list[str]:
     ``target`` is a node IRI (absolute, or relative to the project's base IRI), a number as
     written (``182.29``, ``26/45``, ``17%``: claims writing it, then reported values, registry
     values and statistics equal to it at its precision), ``FILE:LINE`` (the claims and
-    mentions on that line; ``ARCHIVE!/MEMBER:LINE`` inside an archive) or a bundle path.
+    mentions on that line; ``ARCHIVE!/MEMBER:LINE`` inside an archive), a bundle path, or
+    text as a document writes it (the mentions of a model name: ``Claude 3 Sonnet``). Text
+    is only ever bound as a literal, never written into a query, so any character is safe.
     """
     base = base if base is not None else _base(store)
     target = target.strip()
+    if not target.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in target):
+        return []  # an undecodable argument byte: no stored text holds it (and no literal can)
     found: list[str] = []
-    if re.match(r"^[A-Za-z][\w+.-]*:", target) and not _FILE_LINE.match(target):
+    if re.match(r"^[A-Za-z][\w+.-]*:", target) and not _FILE_LINE.match(target) and _valid_iri(target):
         return [target] if _exists(store, target) else []
     if _NUMBER.match(target):
         found += _numbers(store, target)
@@ -50,7 +54,18 @@ def resolve(store: Store, target: str, base: str | None = None) -> list[str]:
         )
         files = [r["n"].value for r in rows if r["k"].value == "0"]  # type: ignore[union-attr]
         found += files or [r["n"].value for r in rows]  # type: ignore[union-attr]
+    if not found:
+        found += _mentions(store, target)
     return list(dict.fromkeys(found))
+
+
+def _valid_iri(text: str) -> bool:
+    """Whether ``text`` is an IRI the store can hold (a space, quote or ``<`` makes it text)."""
+    try:
+        ox.NamedNode(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _base(store: Store) -> str:
@@ -59,6 +74,8 @@ def _base(store: Store) -> str:
 
 
 def _exists(store: Store, iri: str) -> bool:
+    if not _valid_iri(iri):  # base + "Claude 3 Sonnet" is no IRI, so no node
+        return False
     node = ox.NamedNode(iri)
     return store.ask("ASK { { ?n ?p ?o } UNION { ?s ?p ?n } }", {"n": node})
 
@@ -102,5 +119,17 @@ def _on_line(store: Store, path: str, line: int) -> list[str]:
         SELECT DISTINCT ?n ?k WHERE {{ ?n pg:sourceFile ?f ; pg:sourceLine ?line . ?f pg:path ?path .
           OPTIONAL {{ ?n a pg:Claim . BIND(0 AS ?c) }} BIND(COALESCE(?c, 1) AS ?k) }} ORDER BY ?k ?n""",
         {"path": ox.Literal(path), "line": ox.Literal(str(line), datatype=ox.NamedNode(XSD_INTEGER))},
+    )
+    return [r["n"].value for r in rows]  # type: ignore[union-attr]
+
+
+def _mentions(store: Store, text: str) -> list[str]:
+    """The mentions (a model name, "five models") written as ``text``, in file and line order."""
+    rows = store.select(
+        f"""PREFIX pg: <{PG_NS}>
+        SELECT DISTINCT ?n WHERE {{ ?n a pg:Mention ; pg:text ?t .
+          OPTIONAL {{ ?n pg:sourceFile/pg:path ?p }} OPTIONAL {{ ?n pg:sourceLine ?l }} }}
+        ORDER BY ?p ?l ?n""",
+        {"t": ox.Literal(text)},
     )
     return [r["n"].value for r in rows]  # type: ignore[union-attr]

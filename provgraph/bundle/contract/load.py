@@ -2,6 +2,9 @@
 
 Validation is JSON Schema (one schema per section, see :mod:`provgraph.bundle.contract.sections`);
 every problem is reported as ``file:line: key: what is wrong``. Unknown keys are errors.
+A contract is small: files over :data:`MAX_CONTRACT_BYTES` and values nested deeper than
+:data:`MAX_CONTRACT_DEPTH` are refused before anything recursive (tomllib, jsonschema,
+deepcopy) can run out of stack or memory.
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ from provgraph.bundle.contract.sections import section_modules
 from provgraph.errors import ContractError, InputError
 
 CONTRACT_FILE = "provgraph.toml"
+#: Largest contract read (the contracts in examples/ are about 2 KiB).
+MAX_CONTRACT_BYTES = 1 << 20
+#: Deepest nesting of tables and arrays (the schema needs 4).
+MAX_CONTRACT_DEPTH = 32
+#: Schema violations listed one per line; the rest are counted in one more line.
+MAX_PROBLEMS = 20
 
 
 @cache
@@ -69,13 +78,25 @@ class Contract:
 def load_contract(path: Path) -> Contract:
     """Read, validate and complete a contract file. Raises :class:`ContractError`."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_CONTRACT_BYTES + 1)  # never more: a contract is small
     except OSError as err:
         raise InputError(path, f"cannot read the contract: {err.strerror or err}") from err
+    if len(raw) > MAX_CONTRACT_BYTES:
+        raise ContractError(path, "", f"larger than {MAX_CONTRACT_BYTES >> 20} MiB, the limit for a contract")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(path, f"not UTF-8 text (byte {err.start})") from err
+    data = _parse(text, path)
+    validate(data, path, text)
+    cross_check(data, path, text)
+    completed = apply_defaults(data, contract_schema())
+    return Contract(path, completed, hashlib.sha256(raw).hexdigest(), text)
+
+
+def _parse(text: str, path: Path) -> dict[str, Any]:
+    """The TOML document, or a :class:`ContractError` for any failure of the parser."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -84,10 +105,58 @@ def load_contract(path: Path) -> Contract:
         line = getattr(err, "lineno", None) or (int(found.group(1)) if found else None)
         reason = str(err).split(" (at ")[0]
         raise ContractError(path, "", f"invalid TOML: {reason}", line) from err
-    validate(data, path, text)
-    cross_check(data, path, text)
-    completed = apply_defaults(data, contract_schema())
-    return Contract(path, completed, hashlib.sha256(raw).hexdigest(), text)
+    except RecursionError as err:
+        line = _deep_line(text)
+        raise ContractError(
+            path, "", f"invalid TOML: nested deeper than {MAX_CONTRACT_DEPTH} levels", line
+        ) from err
+    except (ValueError, MemoryError) as err:  # an integer over 4300 digits; a value too large
+        reason = str(err).split(";")[0] or type(err).__name__
+        digits = re.search(r"\d{4000,}", text)  # tomllib gives no line for the integer limit
+        line = text.count("\n", 0, digits.start()) + 1 if digits else None
+        raise ContractError(path, "", f"invalid TOML: {reason}", line) from err
+    if _depth(data) > MAX_CONTRACT_DEPTH:
+        raise ContractError(path, "", f"nested deeper than {MAX_CONTRACT_DEPTH} levels", _deep_line(text))
+    return data
+
+
+def _depth(data: Any) -> int:
+    """How deeply tables and arrays nest in ``data`` (iterative: the data may be deep)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if depth <= MAX_CONTRACT_DEPTH:  # deeper is refused anyway: stop walking there
+            stack.extend((c, depth + 1) for c in children)
+    return deepest
+
+
+def _deep_line(text: str) -> int | None:
+    """Best effort: the line where brackets first nest deeper than :data:`MAX_CONTRACT_DEPTH`
+    (quotes and comments are skipped roughly; the line is only for the message)."""
+    depth, quote, line = 0, "", 1
+    chars = iter(text)
+    for ch in chars:
+        if ch == "\n":
+            line += 1
+            quote = "" if quote == "#" else quote
+        elif quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                next(chars, None)
+        elif ch in "\"'#":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_CONTRACT_DEPTH:
+                return line
+        elif ch in "]}":
+            depth -= 1
+    return None
 
 
 def validate(data: dict[str, Any], path: Path, text: str = "") -> None:
@@ -98,10 +167,13 @@ def validate(data: dict[str, Any], path: Path, text: str = "") -> None:
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     if not errors:
         return
-    problems = [_describe(err, path, text) for err in errors]
+    # each problem's line is found by scanning the text: describe only the first few
+    problems = [_describe(err, path, text) for err in errors[:MAX_PROBLEMS]]
     first = problems[0]
     if len(problems) > 1:
         rest = "\n".join(str(p) for p in problems[1:])
+        if len(errors) > MAX_PROBLEMS:
+            rest += f"\n{path}: ... and {len(errors) - MAX_PROBLEMS} more problems"
         raise ContractError(path, first.key, f"{first.reason}\n{rest}", first.line)
     raise first
 

@@ -327,7 +327,8 @@ def label_grid(
     block_case = np.repeat(np.arange(n_cases), n_find)
     block_finding = np.tile(np.arange(n_find), n_cases)
     ref_m = ref_mapped.reshape(-1)
-    cand_m = cand_mapped.transpose(0, 2, 1).reshape(-1, n_cond)
+    # explicit shapes: with no condition (no plan) -1 cannot be inferred from size 0
+    cand_m = cand_mapped.transpose(0, 2, 1).reshape(n_cases * n_find, n_cond)
     ref_ok = ref_m.reshape(-1, 1) >= 0
     ref_ok = ref_ok & (ref_m.reshape(-1, 1) <= _POS)
     cand_ok = (cand_m == _POS) | (cand_m == _NEG)
@@ -356,7 +357,7 @@ def label_grid(
         {f: severity_of(annotation, f) for f in findings},
         notes=notes,
     )
-    cand_b = cand.state.transpose(0, 2, 1).reshape(-1, n_cond)
+    cand_b = cand.state.transpose(0, 2, 1).reshape(n_cases * n_find, n_cond)
     return grid, Blocks(ref_state.reshape(-1), ref_m, cand_b, cand_m, ref_ok)
 
 

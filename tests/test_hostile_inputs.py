@@ -1,0 +1,154 @@
+"""Hostile and broken inputs (issue 22 items 5, 6 and 8): a dvc.lock alias bomb, a contract
+nested too deep or too large, and a store with labels but no plan. Each gives one clear line
+or a report, never an internal error (exit 3) or a hang."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import TEST_SECRET, rule_bundle, write_bundle
+
+from provgraph.bundle.contract.load import MAX_CONTRACT_BYTES, MAX_CONTRACT_DEPTH, MAX_PROBLEMS
+from provgraph.importers.dvclock import MAX_ALIAS_NODES, MAX_LOCK_BYTES
+
+RELEASE = '[project]\nname = "t"\nbase_iri = "https://example.org/t/"\n\n[release]\ninclude = ["*.md"]\n'
+
+
+def run(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``provgraph -C ROOT ARGS`` as a real process: a hang fails the test instead of the suite."""
+    env = {**os.environ, "PROVGRAPH_SECRET": TEST_SECRET}
+    return subprocess.run(
+        [sys.executable, "-m", "provgraph", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def billion_laughs() -> str:
+    """The classic 9 x 9 alias bomb as a dvc.lock (under 500 bytes, 9^9 nodes expanded)."""
+    lines = ["schema: '2.0'", "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    for cur, prev in zip("bcdefghi", "abcdefgh", strict=True):
+        lines.append(f"{cur}: &{cur} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    lines.append("stages:\n  s:\n    cmd: x\n    params: *i")
+    return "\n".join(lines) + "\n"
+
+
+def test_dvc_lock_alias_bomb_is_refused_in_one_line(tmp_path: Path) -> None:
+    bomb = billion_laughs()
+    assert len(bomb) < 500
+    root = write_bundle(tmp_path / "b", {"dvc.lock": bomb, "notes.md": "Accuracy was 91.2%.\n"}, RELEASE)
+    r = run(root, "ingest", timeout=30)
+    assert r.returncode == 2, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if "dvc.lock" in x]
+    assert f"dvc.lock:6: invalid YAML: aliases expand to more than {MAX_ALIAS_NODES} nodes" in line
+    assert "2 imported, 0 unchanged, 1 failed" in r.stdout  # the contract and notes.md are not lost
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (
+            "schema: '2.0'\nstages: &s\n  a:\n    cmd: x\n    deps: [*s]\n",
+            "dvc.lock:5: invalid YAML: alias *s",
+        ),
+        ("x: &x {k: 1}\nschema: '2.0'\nstages:\n  a:\n    cmd: x\n    params: *x\n", None),  # a benign alias
+    ],
+)
+def test_dvc_lock_aliases_are_bounded(tmp_path: Path, text: str, error: str | None) -> None:
+    from conftest import ingest_bundle
+
+    _, results, _ = ingest_bundle(write_bundle(tmp_path / "b", {"dvc.lock": text}, RELEASE))
+    (result,) = [r for r in results if r.rel == "dvc.lock"]
+    if error is None:
+        assert result.outcome == "imported" and not result.problems, result.error
+    else:
+        assert result.outcome == "failed" and result.error.startswith(error), result.error
+        assert "refers to itself" in result.error
+
+
+def test_dvc_lock_over_the_size_limit(tmp_path: Path) -> None:
+    from conftest import ingest_bundle
+
+    root = write_bundle(tmp_path / "b", {}, RELEASE)
+    with (root / "dvc.lock").open("wb") as fh:
+        fh.truncate(MAX_LOCK_BYTES + 1)  # sparse: no 16 MiB written
+    _, results, _ = ingest_bundle(root)
+    (result,) = [r for r in results if r.rel == "dvc.lock"]
+    assert result.outcome == "failed"
+    assert (
+        result.error == f"dvc.lock: {MAX_LOCK_BYTES + 1} bytes, larger than 16 MiB, the limit for a dvc.lock"
+    )
+
+
+DEPTH = MAX_CONTRACT_DEPTH
+CONTRACT = '[project]\nname = "t"\nbase_iri = "https://example.org/t/"\n'
+
+
+@pytest.mark.parametrize(
+    ("extra", "error"),
+    [
+        (
+            "x = " + "[" * 100_000 + "]" * 100_000,
+            f"provgraph.toml:4: invalid TOML: nested deeper than {DEPTH}",
+        ),
+        ("x = " + "[" * 40 + "]" * 40, f"provgraph.toml:4: nested deeper than {DEPTH} levels"),
+        ("x = " + "{a=" * 5000 + "1" + "}" * 5000, "provgraph.toml:4: invalid TOML: nested deeper than"),
+        (
+            'x = "' + "a" * (MAX_CONTRACT_BYTES + 1) + '"',
+            "provgraph.toml: larger than 1 MiB, the limit",
+        ),
+        ("x = " + "9" * 5000, "provgraph.toml:4: invalid TOML: Exceeds the limit (4300 digits)"),
+    ],
+)
+def test_contract_too_deep_or_too_large_is_one_contract_error(tmp_path: Path, extra: str, error: str) -> None:
+    root = write_bundle(tmp_path / "b", {}, CONTRACT + extra)
+    r = run(root, "ingest")
+    assert r.returncode == 2, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("provgraph: error: ") and error in line, line
+
+
+def test_a_contract_with_thousands_of_problems_lists_the_first_few(tmp_path: Path) -> None:
+    # each problem's line is found by scanning the text: 8,000 problems took 22 s, 16,000 minutes
+    root = write_bundle(tmp_path / "b", {}, CONTRACT + "[[analysis.family]]\nbogus = 1\n" * 16_000)
+    started = time.monotonic()
+    r = run(root, "ingest")
+    assert time.monotonic() - started < 20
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == MAX_PROBLEMS + 1 and lines[-1].endswith(": ... and 31980 more problems")
+    assert all(line.startswith("provgraph: error: ") and "provgraph.toml" in line for line in lines)
+
+
+FINDINGS = (
+    "No Finding,Enlarged Cardiomediastinum,Cardiomegaly,Lung Lesion,Lung Opacity,Edema,Consolidation,"
+    "Pneumonia,Atelectasis,Pneumothorax,Pleural Effusion,Pleural Other,Fracture,Support Devices"
+)
+
+
+def test_check_on_labels_without_a_plan_reports_and_fails_closed(cli, tmp_path: Path) -> None:
+    root = rule_bundle("analysis-family-size", "flawed", tmp_path / "b")
+    contract = (root / "provgraph.toml").read_text()
+    assert "[annotation]" in contract and "[analysis" in contract and "[plan]" not in contract
+    for name in ("labels.jsonl", "stats.json", "reference.csv"):
+        (root / name).unlink()
+    (root / "labeled_reports.csv").write_text(
+        f"Reports,{FINDINGS}\nHeart normal,1.0,,0.0,,,0.0,,0.0,,,0.0,,,\nEdema,,,1.0,,,1.0,,,1.0,,1.0,,,\n"
+    )
+    (root / "reference.csv").write_text("case,finding,state\ns1,Edema,POSITIVE\ns2,Edema,NEGATIVE\n")
+    assert cli("-C", str(root), "ingest").code == 0
+    r = cli("-C", str(root), "check")
+    assert r.code == 1, (r.out, r.err)
+    assert "gate: FAIL" in r.out
+    assert (
+        "analysis-family-size could not run: missing evidence: the graph has no pg:Statistic nodes" in r.out
+    )
+    s = cli("-C", str(root), "stats")
+    assert s.code == 0 and "0 condition(s): no paired statistics" in s.out + s.err
