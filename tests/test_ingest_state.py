@@ -74,7 +74,8 @@ def assert_killed_ingest_handled(cli, root: Path, store: str) -> None:
     """Ingest, kill a re-ingest midway; then `info`, `check`, `export`, re-ingest, `check`."""
     opts = ["-C", str(root), "--store", store]
     assert cli(*opts, "ingest").code == 0
-    before = {g["source"]: g["graph"] for g in json.loads(cli(*opts, "info", "--format", "json").out)["graphs"]}
+    info = json.loads(cli(*opts, "info", "--format", "json").out)
+    before = {g["source"]: g["graph"] for g in info["graphs"]}
     change_every_source(root)
     switched = kill_ingest_midway(root, store)
 

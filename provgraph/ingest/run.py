@@ -263,7 +263,8 @@ def describe_unfinished(runs: list[catalog.IngestRun]) -> list[str]:
     for r in runs:
         names = [_source_name(k) for k in r.pending]
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        left = f"{len(names)} of {r.planned} planned source(s) left old (not re-read yet)" + (f" ({shown})" if names else "")
+        left = f"{len(names)} of {r.planned} planned source(s) left old (not re-read yet)"
+        left += f" ({shown})" if names else ""
         whole = r.scope == (".",)
         what = "an ingest" if whole else f"an ingest of {' '.join(r.scope)}"
         again = "provgraph ingest" + ("" if whole else " " + " ".join(shlex.quote(t) for t in r.scope))
