@@ -10,6 +10,10 @@ On a shared store (a SPARQL server) other clients may be loading their own stagi
 while this one opens, so :func:`recover` only removes provgraph graphs that no entry points to
 and whose name says they were created more than ``store.staging_ttl`` seconds ago. Readers
 never see a staging graph there: queries name the current graphs as their dataset.
+
+The catalog graph also holds one entry per ingest in progress (:func:`begin_ingest`): the
+sources it plans to bring up to date, each taken off as it switches. An entry left behind is
+an ingest that was killed midway, which `info` reports and the check refuses.
 """
 
 from __future__ import annotations
