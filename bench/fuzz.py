@@ -25,8 +25,8 @@ child process (one interpreter reused between cases for speed; a case that runs 
   ok          exit 0
   rejected    exit 2, every stderr line one `provgraph: ...` line
   multiline   exit 2 but a message spread over several lines, or a non-`provgraph:` line
-  file-loss   a one-value or one-line mutation of a file source with >= 2 records lost more
-              than one record (the unmutated seed's record count is the reference)
+  file-loss   a one-value or one-line mutation of a line-record file (.jsonl, .csv, ...) with
+              >= 2 records lost more than one record (the unmutated seed's count is the reference)
   internal    exit 3 (or any other code)
   hang        over ``--timeout`` seconds, or the worker died (memory limit, signal)
 
@@ -61,6 +61,9 @@ sys.path.insert(0, str(REPO))
 KINDS = ("flip", "truncate", "duplicate", "nesting", "number", "surrogate", "string")
 WEIGHTS = (3, 2, 2, 2, 2, 2, 1)  # the 17 MiB strings cost most: half as often
 LOCAL = {"duplicate", "nesting", "number", "surrogate", "string"}  # touch one value or line
+#: Files whose records are lines: there, a local mutation must cost at most its own record. In a
+#: single document (a .json, a dvc.lock) a broken line can break the document: not counted.
+LINE_RECORDS = (".jsonl", ".ndjson", ".csv", ".tsv")
 OUTCOMES = ("ok", "rejected", "multiline", "file-loss", "internal", "hang")
 NEST = 100_000
 HUGE_STRING = 17 << 20
@@ -403,7 +406,7 @@ def run_importer(name: str, seeds: list[Seed], cases: int, args, worker: Worker,
         kind = case_kind(rng)
         root = write_case(seed, kind, rng, base)
         answer = worker.run({"root": str(root), "path": str(root / seed.rel), "importer": name}, args.timeout)
-        local = kind in LOCAL and (seed.bundle / seed.rel).is_file()
+        local = kind in LOCAL and seed.rel.endswith(LINE_RECORDS) and (seed.bundle / seed.rel).is_file()
         outcome = classify(answer, local, baselines[seed])
         counts[outcome] += 1
         if outcome not in ("ok", "rejected") and len(examples[outcome]) < 3:
