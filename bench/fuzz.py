@@ -107,6 +107,7 @@ def seed_bundles(generated: Path) -> list[Path]:
 
 def find_seeds(generated: Path) -> dict[str, list[Seed]]:
     """Up to SEEDS_PER_IMPORTER seeds per importer, the smallest sources first."""
+    # here, not at the top: the worker must set its memory limit before provgraph loads
     from provgraph.bundle.layout import Bundle
     from provgraph.ingest.planner import plan_bundle
 
@@ -288,6 +289,7 @@ def worker() -> None:
     proto = os.fdopen(os.dup(1), "w")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)  # the CLI's tables go nowhere; answers go to `proto`
+    # imported only now: under the memory limit, and after fd 1 is redirected
     import provgraph.ingest.run as run
     from provgraph.cli import main
 
