@@ -6,6 +6,7 @@ import json
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import out
@@ -22,15 +23,28 @@ def base_iri(store) -> str:
 
 
 def store_info(store) -> dict:  # store: Store
-    """Quads per current graph, nodes per class (vocabulary excluded), base IRI."""
+    """Quads per current graph, nodes per class (vocabulary excluded), base IRI, and any
+    ingest that started and did not finish (the store is then half-updated)."""
     with store.snapshot():
         return _store_info(store)
 
 
 def _store_info(store) -> dict:
     # lazy: only the command that runs loads its engine (start-up time)
+    from provgraph.ingest.run import describe_unfinished
     from provgraph.store import catalog
 
+    runs = catalog.unfinished_ingests(store)
+    unfinished = [
+        {
+            "scope": list(r.scope),
+            "started": r.started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "planned": r.planned,
+            "still_old": list(r.pending),
+            "message": line,
+        }
+        for r, line in zip(runs, describe_unfinished(runs), strict=True)
+    ]
     slots = catalog.slots(store)
     graphs = [{"source": s.key, "graph": s.graph, "quads": store.quad_count(s.graph)} for s in slots]
     data = " ".join(f"<{s.graph}>" for s in slots if s.key != "ontology")
@@ -50,6 +64,7 @@ def _store_info(store) -> dict:
         "base_iri": base_iri(store) or None,
         "graphs": graphs,
         "classes": classes,
+        "unfinished_ingests": unfinished,
     }
 
 
@@ -65,6 +80,8 @@ def command(app: App, fmt: str) -> int:
         return 0
     base = info["base_iri"] or ""
     out.print(f"store {info['store']}: {info['quads']} quads in {len(info['graphs'])} graphs")
+    for run in info["unfinished_ingests"]:
+        out.print(Text(f"half-updated: {run['message']}", style="bold red"))
     graphs = Table("source", "quads", box=None, title="graphs", title_justify="left")
     for g in info["graphs"]:
         graphs.add_row(g["source"], str(g["quads"]))

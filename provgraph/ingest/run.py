@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import shlex
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -215,10 +216,15 @@ def ingest_paths(
         ):
             problems.append(Problem(t, None, "not imported: hidden, or excluded by [ingest].exclude"))
     results = []
+    # recorded before any source changes, cleared once all are done: a kill in between
+    # leaves an entry that `info` reports and the gate refuses (see catalog.begin_ingest)
+    run = catalog.begin_ingest(store, targets, [source_key(i, bundle.relpath(p)) for p, i in selected])
     hashes = HashCache(hash_cache_dir(store))
     try:
         for path, importer in selected:
             result = ingest_source(store, bundle, path, importer, progress, hashes)
+            if result.outcome != "imported":  # an import's switch took it off the list itself
+                catalog.settle(store, source_key(importer, result.rel))
             results.append(result)
             if on_result:
                 on_result(result)
@@ -235,4 +241,38 @@ def ingest_paths(
             results.append(result)
             if on_result:
                 on_result(result)
+    _complete(store, run, targets)
     return results, problems
+
+
+def _complete(store: Store, run: str, targets: list[str]) -> None:
+    """Clear this run's entry, and those of earlier unfinished ingests whose whole scope this
+    one covered: every source in that scope is now up to date, so they are complete too."""
+
+    def covered(path: str) -> bool:
+        return any(t == "." or path == t or path.startswith(t + "/") for t in targets)
+
+    runs = catalog.unfinished_ingests(store)
+    catalog.finish_ingest(store, [r.iri for r in runs if r.iri == run or all(covered(t) for t in r.scope)])
+
+
+def describe_unfinished(runs: list[catalog.IngestRun]) -> list[str]:
+    """One line per ingest that started and did not complete (killed midway): when, its
+    scope, the planned sources it left old and how to finish it; for `info` and the gate."""
+    lines = []
+    for r in runs:
+        names = [_source_name(k) for k in r.pending]
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        left = f"{len(names)} of {r.planned} planned source(s) left old (not re-read yet)"
+        left += f" ({shown})" if names else ""
+        whole = r.scope == (".",)
+        what = "an ingest" if whole else f"an ingest of {' '.join(r.scope)}"
+        again = "provgraph ingest" + ("" if whole else " " + " ".join(shlex.quote(t) for t in r.scope))
+        when = r.started.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        lines.append(f"{what} started {when} did not finish: {left}; run `{again}` again")
+    return lines
+
+
+def _source_name(key: str) -> str:
+    parts = split_source_key(key)
+    return f"{parts[1]} ({parts[0]})" if parts else key

@@ -10,18 +10,33 @@ order (:func:`run_gate` does all three):
    of each large lineage hub, which reads the violations just written.
 
 The sequence lives here because lineage is the lowest layer that sees all three (statistics
-and rules lie below it).
+and rules lie below it). Before step 1, :func:`require_complete_ingest` fails closed on a store
+that an ingest killed midway left half-updated.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from provgraph.errors import StoreError
+from provgraph.ingest.run import describe_unfinished
 from provgraph.lineage.hubs import record_hubs
 from provgraph.rules.rule import Rule
 from provgraph.rules.runner import CheckReport, RuleResult, contract_state, record_check, run_check
 from provgraph.stats import materialize
+from provgraph.store import catalog
 from provgraph.store.base import Store
+
+
+def require_complete_ingest(store: Store) -> None:
+    """Raise :class:`StoreError` (exit 2, no report) when an ingest started and did not finish.
+
+    Some sources would be new and others old, so no rule result could be trusted: as when
+    the store changes under a check, the gate cannot decide, and says how to repair the store.
+    """
+    lines = describe_unfinished(catalog.unfinished_ingests(store))
+    if lines:
+        raise StoreError(f"{store.location}: the store is half-updated: {'; '.join(lines)}")
 
 
 def refresh_statistics(store: Store) -> None:
@@ -56,8 +71,10 @@ def run_gate(
 ) -> CheckReport:
     """Refresh the statistics, run ``rules`` and, if ``record``, record the check and hub summaries.
 
-    ``explicit`` and ``on_result`` are passed to :func:`provgraph.rules.run_check`.
+    ``explicit`` and ``on_result`` are passed to :func:`provgraph.rules.run_check`. A store an
+    interrupted ingest left half-updated fails first (:func:`require_complete_ingest`).
     """
+    require_complete_ingest(store)
     refresh_statistics(store)
     report = run_check(store, rules, explicit=explicit, on_result=on_result)
     if record:

@@ -10,6 +10,10 @@ On a shared store (a SPARQL server) other clients may be loading their own stagi
 while this one opens, so :func:`recover` only removes provgraph graphs that no entry points to
 and whose name says they were created more than ``store.staging_ttl`` seconds ago. Readers
 never see a staging graph there: queries name the current graphs as their dataset.
+
+The catalog graph also holds one entry per ingest in progress (:func:`begin_ingest`): the
+sources it plans to bring up to date, each taken off as it switches. An entry left behind is
+an ingest that was killed midway, which `info` reports and the check refuses.
 """
 
 from __future__ import annotations
@@ -264,28 +268,126 @@ def switch(store: Store, key: str, graph: str, fingerprint: str) -> None:
     """Point the catalog entry for ``key`` at ``graph`` in one transaction.
 
     One DELETE/INSERT operation (not two), so it is atomic even on servers that commit each
-    operation of an update request on its own.
+    operation of an update request on its own. The same operation takes ``key`` off the
+    pending list of every unfinished ingest (see :func:`begin_ingest`): a source is never
+    switched but still listed as old.
     """
     slot = slot_iri(key)
     store.update(
-        f"""DELETE {{ GRAPH <{CATALOG}> {{ <{slot}> ?p ?o }} }}
+        f"""DELETE {{ GRAPH <{CATALOG}> {{ <{slot}> ?p ?o . ?run <{_PENDING}> {literal(key)} }} }}
             INSERT {{ GRAPH <{CATALOG}> {{
               <{slot}> <{PG_NS}sourceKey> {literal(key)} ;
                        <{PG_NS}graph> <{graph}> ;
                        <{PG_NS}sha256> {literal(fingerprint)} }} }}
-            WHERE {{ OPTIONAL {{ GRAPH <{CATALOG}> {{ <{slot}> ?p ?o }} }} }}"""
+            WHERE {{ {_optional_slot_and_pending(slot, key)} }}"""
+    )
+
+
+def _optional_slot_and_pending(slot: str, key: str) -> str:
+    return (
+        f"OPTIONAL {{ GRAPH <{CATALOG}> {{ <{slot}> ?p ?o }} }} "
+        f"OPTIONAL {{ GRAPH <{CATALOG}> {{ ?run <{_PENDING}> {literal(key)} }} }}"
     )
 
 
 def remove(store: Store, key: str) -> bool:
-    """Forget a source: drop its catalog entry, then its graph. Returns whether it existed."""
+    """Forget a source: drop its catalog entry (and its place on any pending list), then its
+    graph. Returns whether it existed."""
     old = current(store, key)
     if old is None:
         return False
     slot = slot_iri(key)
-    store.update(f"DELETE WHERE {{ GRAPH <{CATALOG}> {{ <{slot}> ?p ?o }} }}")
+    store.update(
+        f"""DELETE {{ GRAPH <{CATALOG}> {{ <{slot}> ?p ?o . ?run <{_PENDING}> {literal(key)} }} }}
+            WHERE {{ {_optional_slot_and_pending(slot, key)} }}"""
+    )
     store.drop_graph(old.graph)
     return True
+
+
+# -- ingest-level state ------------------------------------------------------------------
+# Each source is switched atomically, an ingest of many sources is not. So an ingest first
+# writes a run entry into the catalog graph (never exported, never a view's data: both read
+# only the graphs the slots point to) listing the sources it plans to bring up to date; each
+# switch takes its source off that list, and the entry goes when the ingest completes. An
+# entry still there afterwards is an ingest that was killed: `info` reports it and the gate
+# refuses to decide on the store until an ingest has completed it.
+
+_RUN = "urn:provgraph:ingest-run:"
+_INTERNAL = "urn:provgraph:catalog#"  # catalog-internal predicates, not part of the ontology
+_SCOPE, _STARTED = _INTERNAL + "ingestScope", _INTERNAL + "ingestStarted"
+_PLANNED, _PENDING = _INTERNAL + "plannedSources", _INTERNAL + "pendingSource"
+
+
+@dataclass(frozen=True)
+class IngestRun:
+    """An ingest that started and has not (yet) completed."""
+
+    iri: str
+    scope: tuple[str, ...]
+    started: dt.datetime
+    planned: int
+    pending: tuple[str, ...]  # source keys not yet brought up to date, sorted
+
+
+def begin_ingest(store: Store, scope: list[str], keys: list[str], now: dt.datetime | None = None) -> str:
+    """Record that an ingest of ``scope`` (bundle paths) will bring ``keys`` up to date.
+
+    One INSERT DATA: the entry is there whole or not at all. Returns the run's IRI.
+    """
+    started = (now or dt.datetime.now(dt.UTC)).replace(microsecond=0)
+    run = f"{_RUN}{uuid.uuid4().hex}"
+    triples = [f"<{run}> <{_STARTED}> {literal(started)}", f"<{run}> <{_PLANNED}> {literal(len(keys))}"]
+    triples += [f"<{run}> <{_SCOPE}> {literal(t)}" for t in scope]
+    triples += [f"<{run}> <{_PENDING}> {literal(k)}" for k in keys]
+    store.update(f"INSERT DATA {{ GRAPH <{CATALOG}> {{ {' . '.join(triples)} }} }}")
+    store.flush()
+    return run
+
+
+def settle(store: Store, key: str) -> None:
+    """Take ``key`` off every pending list: the ingest dealt with it without a switch
+    (unchanged, or rejected with its old graph kept and the failure reported)."""
+    store.update(f"DELETE WHERE {{ GRAPH <{CATALOG}> {{ ?run <{_PENDING}> {literal(key)} }} }}")
+
+
+def finish_ingest(store: Store, runs: list[str]) -> None:
+    """Remove the entries of completed ``runs`` in one update."""
+    if not runs:
+        return
+    values = " ".join(f"<{r}>" for r in runs)
+    store.update(
+        f"DELETE {{ GRAPH <{CATALOG}> {{ ?run ?p ?o }} }} WHERE {{ VALUES ?run {{ {values} }} "
+        f"GRAPH <{CATALOG}> {{ ?run ?p ?o }} }}"
+    )
+    store.flush()
+
+
+def unfinished_ingests(store: Store) -> list[IngestRun]:
+    """Ingest runs whose entry is still in the catalog, oldest first."""
+    rows = store.select(
+        f"""SELECT ?run ?started ?planned ?scope ?key WHERE {{ GRAPH <{CATALOG}> {{
+              ?run <{_STARTED}> ?started ; <{_PLANNED}> ?planned .
+              OPTIONAL {{ ?run <{_SCOPE}> ?scope }} OPTIONAL {{ ?run <{_PENDING}> ?key }} }} }}"""
+    )
+    found: dict[str, tuple[str, int, set[str], set[str]]] = {}
+    for r in rows:
+        run = r["run"].value  # type: ignore[union-attr]
+        entry = found.setdefault(run, (r["started"].value, int(r["planned"].value), set(), set()))  # type: ignore[union-attr]
+        if r["scope"] is not None:
+            entry[2].add(r["scope"].value)
+        if r["key"] is not None:
+            entry[3].add(r["key"].value)
+    runs = [
+        IngestRun(iri, tuple(sorted(scope)), _parse_time(started), planned, tuple(sorted(pending)))
+        for iri, (started, planned, scope, pending) in found.items()
+    ]
+    return sorted(runs, key=lambda r: (r.started, r.iri))
+
+
+def _parse_time(text: str) -> dt.datetime:
+    parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
 def recover(store: Store, now: dt.datetime | None = None) -> list[str]:
