@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,12 @@ from typing import Any
 from provgraph.errors import InputError
 
 SNIFF_BYTES = 64 * 1024
+#: One JSON Lines record (one line) or one sidecar document: longer ones are rejected unread.
+MAX_RECORD_BYTES = 8 * 1024 * 1024
+#: A whole-file JSON document (a results file, reported statistics, a list of build records).
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+#: Nesting of JSON arrays and objects (the real formats nest under 10 deep).
+MAX_DEPTH = 100
 
 
 def sniff_text(path: Path, limit: int = SNIFF_BYTES) -> str:
@@ -38,17 +46,146 @@ def csv_header(path: Path) -> list[str]:
 
 
 def first_json_object(path: Path) -> dict[str, Any] | None:
-    """The first parseable JSON object of a JSON Lines file, for detection."""
-    for line in sniff_text(path).splitlines()[:20]:
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
-            return None
-        return value if isinstance(value, dict) else None
+    """The first JSON object of a JSON Lines file, for detection (None if it has none).
+
+    Lines are read whole up to :data:`MAX_RECORD_BYTES` (a first record over 64 KiB is still
+    recognised); a bad line among the first :data:`_DETECT_LINES` is passed over, so one bad
+    first record does not make the whole file unrecognised.
+    """
+    try:
+        with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
+            lines = _bounded_lines(fh, max_skip=MAX_RECORD_BYTES)
+            for _, line, error in itertools.islice(lines, _DETECT_LINES):
+                if error or not line.strip() or "\x00" in line or _undecodable(line):
+                    continue
+                try:
+                    value = loads_checked(line)
+                except (json.JSONDecodeError, RecordError):
+                    continue
+                return value if isinstance(value, dict) else None
+    except (OSError, UnicodeError):
+        return None
     return None
+
+
+_DETECT_LINES = 20
+
+
+def _bounded_lines(
+    fh: io.TextIOWrapper, max_skip: int | None = None
+) -> Iterator[tuple[int, str, str | None]]:
+    """``(number, line, error)`` per line, holding at most :data:`MAX_RECORD_BYTES` of one line
+    in memory: a longer line is read on in chunks and given as an error (with ``max_skip``,
+    the lines end after skipping that much: detection reads no further)."""
+    limit = MAX_RECORD_BYTES
+    number = 0
+    while True:
+        line = fh.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > limit or (not line.isascii() and len(line) * 4 > limit and _utf8_size(line) > limit):
+            skipped = len(line)
+            while line and not line.endswith(("\n", "\r")):
+                if max_skip is not None and skipped > max_skip:
+                    return
+                line = fh.readline(1 << 20)
+                skipped += len(line)
+            yield number, "", f"record over {_mib(limit)} (the limit for one JSON record)"
+            continue
+        yield number, line, None
+
+
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", errors="surrogateescape"))
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB"
+
+
+class RecordError(ValueError):
+    """A JSON text that parses as JSON but cannot be stored or breaks a limit; the message
+    says which (nesting depth, a number too long, a lone surrogate)."""
+
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels (the limit for JSON arrays and objects)"
+
+
+def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Whether the JSON ``text`` nests arrays and objects deeper than ``limit`` (brackets in
+    strings do not count). Cheap: the brackets are only counted when there are enough of them."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(itertools.accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > limit
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """Where a parsed JSON value holds a string (or key) with a lone surrogate (``\\ud800``
+    alone, which no UTF-8 text can hold), as a message, or None."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, v = stack.pop()
+        if isinstance(v, str):
+            found = _LONE_SURROGATE.search(v)
+            if found:
+                at = f" in {where}" if where else ""
+                return f"lone surrogate \\u{ord(found.group()):04x}{at}: not storable as UTF-8 text"
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                if _LONE_SURROGATE.search(k):
+                    at = f" of {where}" if where else ""
+                    return f"lone surrogate in a key{at}: not storable as UTF-8 text"
+                stack.append((f"{where}.{k}" if where else k, item))
+        elif isinstance(v, list):
+            stack.extend((f"{where}[{i}]", item) for i, item in enumerate(v))
+    return None
+
+
+def loads_checked(
+    text: str,
+    parse_float: Callable[[str], Any] | None = None,
+    pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    surrogates: bool = True,
+) -> Any:
+    """``json.loads`` within the limits: nesting over :data:`MAX_DEPTH`, an integer longer than
+    Python converts, or (with ``surrogates``) a lone surrogate in a string raise
+    :class:`RecordError`; malformed JSON raises :class:`json.JSONDecodeError` as before."""
+    if too_deep(text):
+        raise RecordError(_TOO_DEEP)
+    try:
+        value = json.loads(text, parse_float=parse_float, object_pairs_hook=pairs_hook)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError as err:
+        raise RecordError(_TOO_DEEP) from err
+    except ValueError as err:
+        if "integer string conversion" not in str(err):
+            raise
+        digits = sys.get_int_max_str_digits()
+        raise RecordError(f"a number with more than {digits} digits (the limit for one JSON number)") from err
+    if surrogates and _ESCAPED_SURROGATE.search(text):
+        where = lone_surrogate(value)
+        if where:
+            raise RecordError(where)
+    return value
+
+
+def document_bytes(path: Path, rel: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The bytes of a whole-file JSON document, refused (:class:`InputError`) over ``limit``."""
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise InputError(rel, f"{size} bytes: over {_mib(limit)}, the limit for one JSON document")
+        return path.read_bytes()
+    except OSError as err:
+        raise InputError(rel, f"cannot read: {err.strerror or err}") from err
 
 
 def _open_text(path: Path, name: str) -> io.TextIOWrapper:
@@ -130,25 +267,48 @@ def read_csv(
 
 def read_jsonl(
     path: Path, rel: str | None = None, progress: Callable[[int], None] | None = None
-) -> Iterator[tuple[int, Any, str | None]]:
-    """Yield ``(line, value, error)`` per non-blank line; ``error`` says why a line is bad."""
+) -> Iterator[tuple[int | None, Any, str | None]]:
+    """Yield ``(line, value, error)`` per non-blank line; ``error`` says why a line is bad.
+
+    A record that breaks a limit (:data:`MAX_RECORD_BYTES`, :data:`MAX_DEPTH`, a number too
+    long) or holds a lone surrogate is one bad line. A file with no record at all gives one
+    ``(None, None, "no records")``.
+    """
     name = rel or str(path)
+    empty = True
     with _open_text(path, name) as fh:
-        for number, line in enumerate(_counted(fh, progress), start=1):
+        pending = 0  # bytes read since progress was last told (told every ~1 MB)
+        for number, line, error in _bounded_lines(fh):
+            pending += len(line)
+            if progress is not None and pending >= 1 << 20:
+                progress(pending)
+                pending = 0
+            if error:
+                empty = False
+                yield number, None, error
+                continue
             if not line.strip():
                 continue
+            empty = False
             if _undecodable(line):
                 yield number, None, "not UTF-8 text"
                 continue
             try:
-                value = json.loads(line, object_pairs_hook=_no_duplicate_keys)
+                value = loads_checked(line, pairs_hook=_no_duplicate_keys)
             except json.JSONDecodeError as err:
                 yield number, None, f"malformed JSON: {err.msg} (column {err.colno})"
                 continue
             except _DuplicateKey as err:
                 yield number, None, f"duplicate key {err.args[0]!r} in one record"
                 continue
+            except RecordError as err:
+                yield number, None, str(err)
+                continue
             yield number, value, None
+    if progress is not None and pending:
+        progress(pending)
+    if empty:
+        yield None, None, "no records"
 
 
 class _DuplicateKey(ValueError):
