@@ -3,6 +3,7 @@ and bad input that is reported record by record while the good records import.""
 
 from __future__ import annotations
 
+import re
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
@@ -12,8 +13,11 @@ from conftest import PLAN_CONTRACT, ingest_bundle, write_bundle
 from provgraph.bundle.layout import Bundle
 from provgraph.errors import ImporterError
 from provgraph.ingest import registry
+from provgraph.ingest.api import CERTAIN, NO, PG, RDF_TYPE, ImportContext, Importer, Source
 from provgraph.ingest.planner import choose_importer, plan_bundle
 from provgraph.ingest.run import ingest_paths
+from provgraph.ingest.testing import registered
+from provgraph.rdf.terms import IRI, TripleWriter, UnstorableValue
 from provgraph.store import catalog, open_store
 
 PLAN = "call_id,case,condition,replicate\nC1,s1,A,1\nC2,s1,B,1\n"
@@ -348,3 +352,155 @@ def test_explicit_importer_for_one_path(tmp_path: Path) -> None:
     assert "import:plan:plan.csv" not in slot_keys(store)
     with pytest.raises(ImporterError, match="does not read a folder"):
         ingest_paths(store, bundle, [root], "plan")
+
+
+# --- one bad JSON record costs only itself (issue 22, items 3 and 4) ---------------------------
+
+_GOOD_CALLS = [f'{{"call_id": "C{i}", "status": "ok"}}' for i in range(1, 5)]
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than 100 levels"),
+        (
+            '{"call_id": "C9", "status": "ok", "output_bytes": ' + "9" * 5000 + "}",
+            "a number with more than 4300 digits",
+        ),
+        ('{"call_id": "C\\ud800", "status": "ok"}', "lone surrogate \\ud800 in call_id"),
+        ('{"call_id": "C9", "status": "ok", "error": "x\\udc00"}', "lone surrogate \\udc00 in error"),
+        ('{"call_id": "C9", "status": "ok", "x_a": {"\\ud83d": 1}}', "lone surrogate in a key of x_a"),
+        ('{"call_id": "C9", "status": "ok", "error": "' + "x" * (9 << 20) + '"}', "record over 8 MiB"),
+    ],
+    ids=["deep", "huge-int", "surrogate-id", "surrogate-string", "surrogate-key", "oversize"],
+)
+def test_one_bad_json_record_is_rejected_on_its_own_line(tmp_path: Path, bad: str, reason: str) -> None:
+    calls = "\n".join([*_GOOD_CALLS[:2], bad, *_GOOD_CALLS[2:]]) + "\n"
+    root = write_bundle(tmp_path / "b", {"calls.jsonl": calls})
+    result = ingest_bundle(root).result("calls.jsonl")
+    assert (result.importer, result.outcome, result.records) == ("calls", "imported", 4)
+    (problem,) = result.problems
+    assert str(problem).startswith(f"calls.jsonl:3: {reason}"), problem
+
+
+def test_escaped_surrogate_pair_is_one_character_not_a_rejection(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"calls.jsonl": '{"call_id": "C\\ud83d\\ude00", "status": "ok"}\n'})
+    ingested = ingest_bundle(root)
+    assert ingested.result("calls.jsonl").records == 1 and ingested.rejected == []
+    assert ingested.select("SELECT ?id WHERE { ?r pg:callId ?id }") == [{"id": "C\U0001f600"}]
+
+
+def test_first_call_record_over_64_kib_is_still_a_call_record(tmp_path: Path) -> None:
+    first = '{"call_id": "C1", "status": "ok", "error": "' + "e" * 200_000 + '"}'
+    root = write_bundle(tmp_path / "b", {"calls.jsonl": first + "\n" + _GOOD_CALLS[1] + "\n"})
+    result = ingest_bundle(root).result("calls.jsonl")
+    assert (result.importer, result.records, result.problems) == ("calls", 2, [])
+
+
+def test_a_bad_first_record_does_not_hide_the_format(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"calls.jsonl": "[" * 5000 + "\n" + "\n".join(_GOOD_CALLS) + "\n"})
+    result = ingest_bundle(root).result("calls.jsonl")
+    assert (result.importer, result.records) == ("calls", 4)
+    assert [p.line for p in result.problems] == [1]
+
+
+@pytest.mark.parametrize(
+    ("rel", "content"),
+    [
+        ("calls.jsonl", ""),
+        ("a.build.jsonl", "\n \n"),
+        ("b.build.json", ""),
+        ("c.build.json", "[]"),
+        ("stats.json", '{"statistics": []}'),
+        ("models_used.json", '{"models": []}'),
+        ("x.png.render.json", ""),
+    ],
+)
+def test_an_empty_json_file_says_no_records(tmp_path: Path, rel: str, content: str) -> None:
+    root = write_bundle(tmp_path / "b", {rel: content})
+    result = ingest_bundle(root).result(rel)
+    assert (result.outcome, result.records) == ("imported", 0)
+    assert [str(p) for p in result.problems] == [f"{rel}: no records"]
+
+
+def test_a_long_model_id_is_read_in_linear_time(tmp_path: Path) -> None:
+    import json
+    import time
+
+    model = "m" * (4 << 20)  # compiling a regex from it took 12 s, 45 s at 8 MiB
+    doc = json.dumps({"models": [{"model_id": model}, {"model_id": "gpt-4o"}]}, indent=1)
+    root = write_bundle(tmp_path / "b", {"models_used.json": doc})
+    t0 = time.perf_counter()
+    result = ingest_bundle(root).result("models_used.json")
+    assert time.perf_counter() - t0 < 5
+    assert result.records == 2
+
+
+def test_one_bad_statistic_in_a_json_document_costs_only_itself(tmp_path: Path) -> None:
+    stats = (
+        '{"statistics": [{"name": "a", "value": 1}, {"name": "b\\udfff", "value": 2}, '
+        '{"name": "c", "value": 3}]}'
+    )
+    root = write_bundle(tmp_path / "b", {"stats.json": stats})
+    result = ingest_bundle(root).result("stats.json")
+    assert result.records == 2
+    assert [str(p) for p in result.problems] == [
+        "stats.json: statistics[1]: lone surrogate \\udfff in name: not storable as UTF-8 text"
+    ]
+
+
+def test_a_json_document_nested_too_deep_fails_alone(tmp_path: Path) -> None:
+    deep = '{"statistics": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    root = write_bundle(tmp_path / "b", {"stats.json": deep, "calls.jsonl": _GOOD_CALLS[0] + "\n"})
+    ingested = ingest_bundle(root)
+    assert ingested.result("stats.json").error == (
+        "stats.json: not a JSON document: nested deeper than 100 levels "
+        "(the limit for JSON arrays and objects)"
+    )
+    assert ingested.result("calls.jsonl").records == 1
+
+
+class _Unstorable(Importer):
+    """Writes one good triple, then whatever value its ``*.bad`` file names."""
+
+    name = "unstorable"
+    handles = "file"
+
+    def detect(self, path: Path, bundle: Bundle) -> int:
+        return CERTAIN if path.suffix == ".bad" else NO
+
+    def ingest(self, source: Source, ctx: ImportContext) -> None:
+        ctx.add(ctx.source_iri, RDF_TYPE, PG.File)
+        kind = source.path.read_text().strip()
+        ctx.add(ctx.source_iri, PG.message, "x\ud800" if kind == "surrogate" else "v" * (16 << 20))
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("surrogate", r"a string holds a lone surrogate \\ud800: not storable as UTF-8 text"),
+        ("huge", "a value of 16777[0-9]+ bytes: over 15 MiB, the limit for one stored value"),
+    ],
+)
+def test_an_unstorable_value_fails_its_source_alone(tmp_path: Path, kind: str, reason: str) -> None:
+    root = write_bundle(tmp_path / "b", {"one.bad": kind, "calls.jsonl": CALLS})
+    with registered(_Unstorable):
+        ingested = ingest_bundle(root)
+    assert ingested.result("one.bad").outcome == "failed"
+    error = ingested.result("one.bad").error
+    prefix = re.escape("one.bad: cannot store a value (the source is not imported): ")
+    assert re.fullmatch(prefix + reason, error or "")
+    assert ingested.result("calls.jsonl").records == 1
+    assert ingested.select("SELECT ?f WHERE { GRAPH ?g { ?f a pg:File } }") == []
+
+
+def test_the_writer_refuses_an_unstorable_value_before_writing_it() -> None:
+    import io
+
+    out = io.StringIO()
+    writer = TripleWriter(out)
+    writer.add(IRI("http://e/s"), IRI("http://e/p"), "caf\u00e9")
+    for bad in ("a\udc80", "v" * (16 << 20), IRI("http://e/" + "\u00e9" * (8 << 20))):
+        with pytest.raises(UnstorableValue):
+            writer.add(IRI("http://e/s"), IRI("http://e/p"), bad)
+    assert writer.count == 1 and out.getvalue().count("\n") == 1

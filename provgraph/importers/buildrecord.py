@@ -125,7 +125,7 @@ class BuildRecordImporter(Importer):
         if source.rel.lower().endswith(".json"):
             try:
                 text = document_bytes(source.path, source.rel).decode("utf-8-sig")
-                value = loads_checked(text, surrogates=False)
+                value = loads_checked(text, surrogates=False) if text.strip() else []
             except (UnicodeDecodeError, json.JSONDecodeError, RecordError) as err:
                 raise InputError(source.rel, f"not a JSON build record: {err}") from err
             records = value if isinstance(value, list) else [value]

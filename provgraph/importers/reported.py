@@ -177,6 +177,8 @@ class ReportedStatsImporter(Importer):
         items = data.get("statistics") if isinstance(data, dict) else data
         if not isinstance(items, list):
             raise InputError(source.rel, 'expected {"statistics": [...]} or a JSON list of statistics')
+        if not items:
+            ctx.problem(None, "no records")
         for i, item in enumerate(items):
             bad = lone_surrogate(item)
             if bad:

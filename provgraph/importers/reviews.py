@@ -144,6 +144,8 @@ class ReviewsImporter(Importer):
         if not isinstance(data, dict) or not isinstance(data.get("reviews"), list):
             raise InputError(source.rel, "expected an object with a 'reviews' list")
         _check_top(source, data, "reviews")
+        if not data["reviews"]:
+            ctx.problem(None, "no records")
         model = data.get("model") if isinstance(data.get("model"), str) else None
         system = data.get("system_prompt") if isinstance(data.get("system_prompt"), str) else None
         add(run_node, PG.requestedModel, model)
@@ -313,6 +315,8 @@ class AnswerKeyImporter(Importer):
         data = load_json(source)
         if not isinstance(data, dict):
             raise InputError(source.rel, "expected an object mapping script file names to entries")
+        if not data:
+            ctx.problem(None, "no records")
         lines = source.path.read_text(encoding="utf-8").splitlines()
         add = ctx.add
         for script, entry in data.items():
@@ -390,6 +394,8 @@ class ModelsUsedImporter(Importer):
         if not isinstance(data, dict) or not isinstance(data.get("models"), list):
             raise InputError(source.rel, "expected an object with a 'models' list")
         _check_top(source, data, "models")
+        if not data["models"]:
+            ctx.problem(None, "no records")
         lines = _Lines(source.path.read_text(encoding="utf-8"))
         add = ctx.add
         for index, entry in enumerate(data["models"]):
