@@ -504,3 +504,20 @@ def test_the_writer_refuses_an_unstorable_value_before_writing_it() -> None:
         with pytest.raises(UnstorableValue):
             writer.add(IRI("http://e/s"), IRI("http://e/p"), bad)
     assert writer.count == 1 and out.getvalue().count("\n") == 1
+
+
+def test_a_nul_in_a_csv_row_costs_only_that_row(tmp_path: Path) -> None:
+    plan = "call_id,case,condition,replicate\nC1,s1,A,1\nC2,s\x001,B,1\nC3,s1,A,2\n"
+    root = write_bundle(tmp_path / "b", {"plan.csv": plan})
+    result = ingest_bundle(root).result("plan.csv")
+    assert result.importer == "plan"  # not taken for a binary file: the other rows import
+    assert result.records + len(result.problems) == 3 and {p.line for p in result.problems} <= {3}
+
+
+def test_an_unclosed_quote_in_a_csv_row_costs_only_that_row(tmp_path: Path) -> None:
+    plan = 'call_id,case,condition,replicate\nC1,s1,A,1\nC2,"s1,B,1\nC3,s1,A,2\nC4,s1,B,2\n'
+    root = write_bundle(tmp_path / "b", {"plan.csv": plan})
+    result = ingest_bundle(root).result("plan.csv")
+    assert result.records == 3
+    reasons = [str(p) for p in result.problems]
+    assert reasons == ["plan.csv:3: expected 4 fields, found 2 (an unclosed quote?)"]

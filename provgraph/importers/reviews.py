@@ -65,11 +65,14 @@ def load_json(source: Source) -> Any:
         raise InputError(source.rel, str(err)) from err
 
 
-def _check_top(source: Source, data: dict[str, Any], entries: str) -> None:
-    """Refuse the document when a field outside its ``entries`` list holds a lone surrogate."""
+def _check_top(ctx: ImportContext, data: dict[str, Any], entries: str) -> None:
+    """Refuse the document when a field outside its ``entries`` list holds a lone surrogate;
+    an empty list is reported as "no records"."""
     where = lone_surrogate({k: v for k, v in data.items() if k != entries})
     if where:
-        raise InputError(source.rel, where)
+        raise InputError(ctx.source.rel, where)
+    if not data[entries]:
+        ctx.problem(None, "no records")
 
 
 class _Lines:
@@ -143,9 +146,7 @@ class ReviewsImporter(Importer):
         data = load_json(source)
         if not isinstance(data, dict) or not isinstance(data.get("reviews"), list):
             raise InputError(source.rel, "expected an object with a 'reviews' list")
-        _check_top(source, data, "reviews")
-        if not data["reviews"]:
-            ctx.problem(None, "no records")
+        _check_top(ctx, data, "reviews")
         model = data.get("model") if isinstance(data.get("model"), str) else None
         system = data.get("system_prompt") if isinstance(data.get("system_prompt"), str) else None
         add(run_node, PG.requestedModel, model)
@@ -393,9 +394,7 @@ class ModelsUsedImporter(Importer):
         data = load_json(source)
         if not isinstance(data, dict) or not isinstance(data.get("models"), list):
             raise InputError(source.rel, "expected an object with a 'models' list")
-        _check_top(source, data, "models")
-        if not data["models"]:
-            ctx.problem(None, "no records")
+        _check_top(ctx, data, "models")
         lines = _Lines(source.path.read_text(encoding="utf-8"))
         add = ctx.add
         for index, entry in enumerate(data["models"]):

@@ -36,9 +36,20 @@ def sniff_text(path: Path, limit: int = SNIFF_BYTES) -> str:
 
 
 def csv_header(path: Path) -> list[str]:
-    """Column names of a CSV file ([] when it does not look like CSV)."""
-    text = sniff_text(path)
-    first = text.splitlines()[0] if text else ""
+    """Column names of a CSV file ([] when it does not look like CSV).
+
+    Only the header line must be text: a NUL in a later row is that row's problem, and must
+    not make the whole file look binary (it would then be imported as a plain file).
+    """
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except OSError:
+        return []
+    line = head.splitlines()[0] if head else b""
+    if b"\x00" in line:
+        return []
+    first = line.decode("utf-8", errors="replace")
     try:
         return [c.strip().lstrip("\ufeff") for c in next(csv.reader([first]))]
     except (csv.Error, StopIteration):
@@ -232,7 +243,8 @@ def read_csv(
     """
     name = rel or str(path)
     with _open_text(path, name) as fh:
-        reader = csv.reader(_counted(fh, progress))
+        lines = _Replayable(_counted(fh, progress))
+        reader = csv.reader(lines)
         try:
             header = [h.strip() for h in next(reader)]
         except StopIteration:
@@ -246,23 +258,60 @@ def read_csv(
             dup = sorted({h for h in header if header.count(h) > 1})
             raise InputError(name, f"duplicate column(s) {', '.join(dup)} in the header", 1)
         while True:
+            lines.taken = []
             try:
                 fields = next(reader)
             except StopIteration:
                 return
             except csv.Error as err:
-                yield reader.line_num, {}, f"malformed CSV: {err}"
+                yield lines.recover() or lines.number, {}, f"malformed CSV: {err}"
                 continue
-            line = reader.line_num
+            line = lines.number
             if not fields or all(not f.strip() for f in fields):
                 continue
             if any(_undecodable(f) for f in fields):
                 yield line, {}, "not UTF-8 text"
                 continue
             if len(fields) != len(header):
-                yield line, {}, f"expected {len(header)} fields, found {len(fields)}"
+                start = lines.recover()
+                found = f"expected {len(header)} fields, found {len(fields)}"
+                yield (start, {}, f"{found} (an unclosed quote?)") if start else (line, {}, found)
                 continue
             yield line, {h: f.strip() for h, f in zip(header, fields, strict=True)}, None
+
+
+class _Replayable:
+    """Lines for :mod:`csv`, numbered, that can be handed out again.
+
+    An unclosed quote makes the csv module read one "row" to the end of the file; when such a
+    row spanning several lines is bad, its first line is the bad row and the lines after it
+    are read again as rows of their own (one bad row must not cost the rest of the file).
+    """
+
+    def __init__(self, lines: Iterator[str]) -> None:
+        self._lines = lines
+        self._again: list[str] = []
+        self.number = 0  # the physical line last handed out
+        self.taken: list[str] = []  # the lines of the row being read
+
+    def __iter__(self) -> _Replayable:
+        return self
+
+    def __next__(self) -> str:
+        line = self._again.pop() if self._again else next(self._lines)
+        self.number += 1
+        self.taken.append(line)
+        return line
+
+    def recover(self) -> int | None:
+        """For a bad row over several lines: hand all but its first line out again and return
+        the first line's number; None for a bad row on one line."""
+        if len(self.taken) < 2:
+            return None
+        rest = self.taken[1:]
+        self._again.extend(reversed(rest))
+        self.number -= len(rest)
+        return self.number
 
 
 def read_jsonl(
