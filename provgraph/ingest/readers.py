@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import itertools
 import json
@@ -159,6 +160,11 @@ def lone_surrogate(value: Any) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=8)  # json.loads would build a decoder per record
+def _decoder(parse_float: Callable[[str], Any] | None, pairs_hook: Callable | None) -> json.JSONDecoder:
+    return json.JSONDecoder(parse_float=parse_float, object_pairs_hook=pairs_hook)
+
+
 def loads_checked(
     text: str,
     parse_float: Callable[[str], Any] | None = None,
@@ -171,7 +177,7 @@ def loads_checked(
     if too_deep(text):
         raise RecordError(_TOO_DEEP)
     try:
-        value = json.loads(text, parse_float=parse_float, object_pairs_hook=pairs_hook)
+        value = _decoder(parse_float, pairs_hook).decode(text)
     except json.JSONDecodeError:
         raise
     except RecursionError as err:
@@ -181,7 +187,7 @@ def loads_checked(
             raise
         digits = sys.get_int_max_str_digits()
         raise RecordError(f"a number with more than {digits} digits (the limit for one JSON number)") from err
-    if surrogates and _ESCAPED_SURROGATE.search(text):
+    if surrogates and "\\u" in text and _ESCAPED_SURROGATE.search(text):
         where = lone_surrogate(value)
         if where:
             raise RecordError(where)
