@@ -347,3 +347,109 @@ def test_one_corrupted_csv_row_costs_only_itself(
         ingested.close()
 
     run()
+
+
+# --- what the fuzzing found, as fixed examples (issue 22, items 3 and 4) ---------------------
+
+_GOOD_CALLS = [f'{{"call_id": "C{i}", "status": "ok"}}' for i in range(1, 5)]
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than 100 levels"),
+        (
+            '{"call_id": "C9", "status": "ok", "output_bytes": ' + "9" * 5000 + "}",
+            "a number with more than 4300 digits",
+        ),
+        ('{"call_id": "C\\ud800", "status": "ok"}', "lone surrogate \\ud800 in call_id"),
+        ('{"call_id": "C9", "status": "ok", "error": "x\\udc00"}', "lone surrogate \\udc00 in error"),
+        ('{"call_id": "C9", "status": "ok", "x_a": {"\\ud83d": 1}}', "lone surrogate in a key of x_a"),
+        ('{"call_id": "C9", "status": "ok", "error": "' + "x" * (9 << 20) + '"}', "record over 8 MiB"),
+    ],
+    ids=["deep", "huge-int", "surrogate-id", "surrogate-string", "surrogate-key", "oversize"],
+)
+def test_one_bad_json_record_is_rejected_on_its_own_line(tmp_path: Path, bad: str, reason: str) -> None:
+    calls = "\n".join([*_GOOD_CALLS[:2], bad, *_GOOD_CALLS[2:]]) + "\n"
+    root = write_bundle(tmp_path / "b", {"calls.jsonl": calls})
+    result = ingest_bundle(root).result("calls.jsonl")
+    assert (result.importer, result.outcome, result.records) == ("calls", "imported", 4)
+    (problem,) = result.problems
+    assert str(problem).startswith(f"calls.jsonl:3: {reason}"), problem
+
+
+def test_escaped_surrogate_pair_is_one_character_not_a_rejection(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"calls.jsonl": '{"call_id": "C\\ud83d\\ude00", "status": "ok"}\n'})
+    ingested = ingest_bundle(root)
+    assert ingested.result("calls.jsonl").records == 1 and ingested.rejected == []
+    assert ingested.select("SELECT ?id WHERE { ?r pg:callId ?id }") == [{"id": "C\U0001f600"}]
+
+
+def test_first_call_record_over_64_kib_is_still_a_call_record(tmp_path: Path) -> None:
+    first = '{"call_id": "C1", "status": "ok", "error": "' + "e" * 200_000 + '"}'
+    root = write_bundle(tmp_path / "b", {"calls.jsonl": first + "\n" + _GOOD_CALLS[1] + "\n"})
+    result = ingest_bundle(root).result("calls.jsonl")
+    assert (result.importer, result.records, result.problems) == ("calls", 2, [])
+
+
+def test_a_bad_first_record_does_not_hide_the_format(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"calls.jsonl": "[" * 5000 + "\n" + "\n".join(_GOOD_CALLS) + "\n"})
+    result = ingest_bundle(root).result("calls.jsonl")
+    assert (result.importer, result.records) == ("calls", 4)
+    assert [p.line for p in result.problems] == [1]
+
+
+@pytest.mark.parametrize(
+    ("rel", "content"),
+    [
+        ("calls.jsonl", ""),
+        ("a.build.jsonl", "\n \n"),
+        ("b.build.json", ""),
+        ("c.build.json", "[]"),
+        ("stats.json", '{"statistics": []}'),
+        ("models_used.json", '{"models": []}'),
+        ("x.png.render.json", ""),
+    ],
+)
+def test_an_empty_json_file_says_no_records(tmp_path: Path, rel: str, content: str) -> None:
+    root = write_bundle(tmp_path / "b", {rel: content})
+    result = ingest_bundle(root).result(rel)
+    assert (result.outcome, result.records) == ("imported", 0)
+    assert [str(p) for p in result.problems] == [f"{rel}: no records"]
+
+
+def test_a_long_model_id_is_read_in_linear_time(tmp_path: Path) -> None:
+    import json
+    import time
+
+    model = "m" * (4 << 20)  # compiling a regex from it took 12 s, 45 s at 8 MiB
+    doc = json.dumps({"models": [{"model_id": model}, {"model_id": "gpt-4o"}]}, indent=1)
+    root = write_bundle(tmp_path / "b", {"models_used.json": doc})
+    t0 = time.perf_counter()
+    result = ingest_bundle(root).result("models_used.json")
+    assert time.perf_counter() - t0 < 5
+    assert result.records == 2
+
+
+def test_one_bad_statistic_in_a_json_document_costs_only_itself(tmp_path: Path) -> None:
+    stats = (
+        '{"statistics": [{"name": "a", "value": 1}, {"name": "b\\udfff", "value": 2}, '
+        '{"name": "c", "value": 3}]}'
+    )
+    root = write_bundle(tmp_path / "b", {"stats.json": stats})
+    result = ingest_bundle(root).result("stats.json")
+    assert result.records == 2
+    assert [str(p) for p in result.problems] == [
+        "stats.json: statistics[1]: lone surrogate \\udfff in name: not storable as UTF-8 text"
+    ]
+
+
+def test_a_json_document_nested_too_deep_fails_alone(tmp_path: Path) -> None:
+    deep = '{"statistics": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    root = write_bundle(tmp_path / "b", {"stats.json": deep, "calls.jsonl": _GOOD_CALLS[0] + "\n"})
+    ingested = ingest_bundle(root)
+    assert ingested.result("stats.json").error == (
+        "stats.json: not a JSON document: nested deeper than 100 levels "
+        "(the limit for JSON arrays and objects)"
+    )
+    assert ingested.result("calls.jsonl").records == 1

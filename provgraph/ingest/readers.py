@@ -1,4 +1,11 @@
-"""Reading tabular sources record by record, with line numbers for every problem."""
+"""Reading tabular sources record by record, with line numbers for every problem.
+
+One bad record never costs the others: a JSON Lines record over :data:`MAX_RECORD_BYTES`,
+nested deeper than :data:`MAX_DEPTH`, with an integer too long for Python or a lone surrogate
+is rejected on its own line (:func:`loads_checked` holds these checks for whole-file documents
+too, which :func:`document_bytes` bounds by :data:`MAX_DOCUMENT_BYTES`); a CSV row with an
+unclosed quote is its own bad row, not the rest of the file.
+"""
 
 from __future__ import annotations
 
