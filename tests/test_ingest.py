@@ -3,6 +3,7 @@ and bad input that is reported record by record while the good records import.""
 
 from __future__ import annotations
 
+import re
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
@@ -12,8 +13,11 @@ from conftest import PLAN_CONTRACT, ingest_bundle, write_bundle
 from provgraph.bundle.layout import Bundle
 from provgraph.errors import ImporterError
 from provgraph.ingest import registry
+from provgraph.ingest.api import CERTAIN, NO, PG, RDF_TYPE, ImportContext, Importer, Source
 from provgraph.ingest.planner import choose_importer, plan_bundle
 from provgraph.ingest.run import ingest_paths
+from provgraph.ingest.testing import registered
+from provgraph.rdf.terms import IRI, TripleWriter, UnstorableValue
 from provgraph.store import catalog, open_store
 
 PLAN = "call_id,case,condition,replicate\nC1,s1,A,1\nC2,s1,B,1\n"
@@ -348,3 +352,66 @@ def test_explicit_importer_for_one_path(tmp_path: Path) -> None:
     assert "import:plan:plan.csv" not in slot_keys(store)
     with pytest.raises(ImporterError, match="does not read a folder"):
         ingest_paths(store, bundle, [root], "plan")
+
+
+class _Unstorable(Importer):
+    """Writes one good triple, then whatever value its ``*.bad`` file names."""
+
+    name = "unstorable"
+    handles = "file"
+
+    def detect(self, path: Path, bundle: Bundle) -> int:
+        return CERTAIN if path.suffix == ".bad" else NO
+
+    def ingest(self, source: Source, ctx: ImportContext) -> None:
+        ctx.add(ctx.source_iri, RDF_TYPE, PG.File)
+        kind = source.path.read_text().strip()
+        ctx.add(ctx.source_iri, PG.message, "x\ud800" if kind == "surrogate" else "v" * (16 << 20))
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("surrogate", r"a string holds a lone surrogate \\ud800: not storable as UTF-8 text"),
+        ("huge", "a value of 16777[0-9]+ bytes: over 15 MiB, the limit for one stored value"),
+    ],
+)
+def test_an_unstorable_value_fails_its_source_alone(tmp_path: Path, kind: str, reason: str) -> None:
+    root = write_bundle(tmp_path / "b", {"one.bad": kind, "calls.jsonl": CALLS})
+    with registered(_Unstorable):
+        ingested = ingest_bundle(root)
+    assert ingested.result("one.bad").outcome == "failed"
+    error = ingested.result("one.bad").error
+    prefix = re.escape("one.bad: cannot store a value (the source is not imported): ")
+    assert re.fullmatch(prefix + reason, error or "")
+    assert ingested.result("calls.jsonl").records == 1
+    assert ingested.select("SELECT ?f WHERE { GRAPH ?g { ?f a pg:File } }") == []
+
+
+def test_the_writer_refuses_an_unstorable_value_before_writing_it() -> None:
+    import io
+
+    out = io.StringIO()
+    writer = TripleWriter(out)
+    writer.add(IRI("http://e/s"), IRI("http://e/p"), "caf\u00e9")
+    for bad in ("a\udc80", "v" * (16 << 20), IRI("http://e/" + "\u00e9" * (8 << 20))):
+        with pytest.raises(UnstorableValue):
+            writer.add(IRI("http://e/s"), IRI("http://e/p"), bad)
+    assert writer.count == 1 and out.getvalue().count("\n") == 1
+
+
+def test_a_nul_in_a_csv_row_costs_only_that_row(tmp_path: Path) -> None:
+    plan = "call_id,case,condition,replicate\nC1,s1,A,1\nC2,s\x001,B,1\nC3,s1,A,2\n"
+    root = write_bundle(tmp_path / "b", {"plan.csv": plan})
+    result = ingest_bundle(root).result("plan.csv")
+    assert result.importer == "plan"  # not taken for a binary file: the other rows import
+    assert result.records + len(result.problems) == 3 and {p.line for p in result.problems} <= {3}
+
+
+def test_an_unclosed_quote_in_a_csv_row_costs_only_that_row(tmp_path: Path) -> None:
+    plan = 'call_id,case,condition,replicate\nC1,s1,A,1\nC2,"s1,B,1\nC3,s1,A,2\nC4,s1,B,2\n'
+    root = write_bundle(tmp_path / "b", {"plan.csv": plan})
+    result = ingest_bundle(root).result("plan.csv")
+    assert result.records == 3
+    reasons = [str(p) for p in result.problems]
+    assert reasons == ["plan.csv:3: expected 4 fields, found 2 (an unclosed quote?)"]

@@ -29,8 +29,12 @@ from provgraph.ingest.api import (
     ImportContext,
     Importer,
     InputError,
+    RecordError,
     Source,
+    document_bytes,
     first_json_object,
+    loads_checked,
+    lone_surrogate,
     read_jsonl,
 )
 
@@ -120,11 +124,14 @@ class BuildRecordImporter(Importer):
     def ingest(self, source: Source, ctx: ImportContext) -> None:
         if source.rel.lower().endswith(".json"):
             try:
-                value = json.loads(source.path.read_text(encoding="utf-8-sig"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as err:
+                text = document_bytes(source.path, source.rel).decode("utf-8-sig")
+                value = loads_checked(text, surrogates=False) if text.strip() else []
+            except (UnicodeDecodeError, json.JSONDecodeError, RecordError) as err:
                 raise InputError(source.rel, f"not a JSON build record: {err}") from err
             records = value if isinstance(value, list) else [value]
-            rows = [(i + 1 if len(records) > 1 else 1, r, None) for i, r in enumerate(records)]
+            rows = [(i + 1 if len(records) > 1 else 1, r, lone_surrogate(r)) for i, r in enumerate(records)]
+            if not rows:
+                rows = [(None, None, "no records")]
         else:
             rows = list(read_jsonl(source.path, source.rel))
         for line, value, error in rows:

@@ -35,6 +35,7 @@ from provgraph.ingest.api import (
     Source,
     first_json_object,
     read_jsonl,
+    sniff_text,
 )
 
 #: status as written (lower-cased) -> normalised status
@@ -111,6 +112,8 @@ class CallsImporter(Importer):
         if path.suffix.lower() not in (".jsonl", ".ndjson"):
             return NO
         first = first_json_object(path)
+        if first is None and path.stem.lower() == "calls" and not sniff_text(path, 4096).strip():
+            return LIKELY  # an empty calls.jsonl is still call records: its "no records" is reported
         return LIKELY if first and "call_id" in first and "status" in first else NO
 
     def ingest(self, source: Source, ctx: ImportContext) -> None:

@@ -22,6 +22,7 @@ from provgraph.ingest.api import (
     CERTAIN,
     IRI,
     LIKELY,
+    MAX_RECORD_BYTES,
     NO,
     PG,
     PROV,
@@ -29,9 +30,13 @@ from provgraph.ingest.api import (
     Bundle,
     ImportContext,
     Importer,
+    InputError,
     ProvgraphError,
+    RecordError,
     Source,
+    document_bytes,
     first_json_object,
+    loads_checked,
     read_jsonl,
     tree_rels,
 )
@@ -101,14 +106,23 @@ class _State:
         path = self.ctx.bundle.resolve(rel)
         where = "" if rel == self.ctx.source.rel else f"{rel}: "
         try:
-            text = path.read_bytes().decode("utf-8")
+            text = document_bytes(path, rel, MAX_RECORD_BYTES).decode("utf-8")
         except UnicodeDecodeError:
             self.take(rel, None, None, f"{where}not UTF-8 text")
             return
+        except InputError as err:  # too large or unreadable: this sidecar only
+            self.take(rel, None, None, f"{where}{err.reason}")
+            return
+        if not text.strip():
+            self.take(rel, None, None, f"{where}no records")
+            return
         try:
-            value = json.loads(text)
+            value = loads_checked(text)
         except json.JSONDecodeError as err:
             self.take(rel, None, None, f"{where}malformed JSON: {err.msg} (line {err.lineno})")
+            return
+        except RecordError as err:
+            self.take(rel, None, None, f"{where}{err}")
             return
         self.take(rel, None, value, None, where)
 

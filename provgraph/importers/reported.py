@@ -34,8 +34,12 @@ from provgraph.ingest.api import (
     Importer,
     InputError,
     Lit,
+    RecordError,
     Source,
     csv_header,
+    document_bytes,
+    loads_checked,
+    lone_surrogate,
     read_csv,
     record_problem,
     sniff_text,
@@ -165,14 +169,21 @@ class ReportedStatsImporter(Importer):
                 yield "", line, record
             return
         try:
-            data = json.loads(source.path.read_bytes().decode("utf-8"), parse_float=Decimal)
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            text = document_bytes(source.path, source.rel).decode("utf-8")
+            data = loads_checked(text, parse_float=Decimal, surrogates=False)
+        except (UnicodeDecodeError, json.JSONDecodeError, RecordError) as err:
             line = getattr(err, "lineno", None)
             raise InputError(source.rel, f"not a JSON document: {err}", line) from err
         items = data.get("statistics") if isinstance(data, dict) else data
         if not isinstance(items, list):
             raise InputError(source.rel, 'expected {"statistics": [...]} or a JSON list of statistics')
+        if not items:
+            ctx.problem(None, "no records")
         for i, item in enumerate(items):
+            bad = lone_surrogate(item)
+            if bad:
+                ctx.problem(None, f"statistics[{i}]: {bad}")
+                continue
             yield f"statistics[{i}]: ", None, item
 
     def _write(self, ctx: ImportContext, node, record, conditions, parsed, line) -> None:

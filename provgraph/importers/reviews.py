@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from decimal import Decimal
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -34,7 +33,11 @@ from provgraph.ingest.api import (
     ImportContext,
     Importer,
     InputError,
+    RecordError,
     Source,
+    document_bytes,
+    loads_checked,
+    lone_surrogate,
     sniff_text,
 )
 
@@ -48,33 +51,62 @@ def call_id(key: str, case: str, run: int) -> str:
 
 
 def load_json(source: Source) -> Any:
-    """The whole JSON document (floats as Decimal, keeping their written precision)."""
+    """The whole JSON document (floats as Decimal, keeping their written precision), within the
+    readers' limits; a lone surrogate is left for the caller to reject entry by entry."""
     try:
-        text = source.path.read_bytes().decode("utf-8")
+        text = document_bytes(source.path, source.rel).decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(source.rel, f"not UTF-8 text (byte {err.start})") from err
-    except OSError as err:
-        raise InputError(source.rel, f"cannot read: {err.strerror or err}") from err
     try:
-        return json.loads(text, parse_float=Decimal)
+        return loads_checked(text, parse_float=Decimal, surrogates=False)
     except json.JSONDecodeError as err:
         raise InputError(source.rel, f"malformed JSON: {err.msg} (column {err.colno})", err.lineno) from err
+    except RecordError as err:
+        raise InputError(source.rel, str(err)) from err
+
+
+def _check_top(ctx: ImportContext, data: dict[str, Any], entries: str) -> None:
+    """Refuse the document when a field outside its ``entries`` list holds a lone surrogate;
+    an empty list is reported as "no records"."""
+    where = lone_surrogate({k: v for k, v in data.items() if k != entries})
+    if where:
+        raise InputError(ctx.source.rel, where)
+    if not data[entries]:
+        ctx.problem(None, "no records")
 
 
 class _Lines:
-    """Approximate source lines of successive ``"script": "<name>"`` entries in a JSON file."""
+    """Approximate source lines of successive ``"<key>": <value>`` entries in a JSON file.
+
+    The value is found with ``str.find`` (not a regex made from it: compiling an 8 MiB model id
+    took 45 s) and lines are counted on from the last entry, so a file is scanned once.
+    """
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        self._line = 1  # the line at self.pos
 
-    def next(self, script: str) -> int | None:
-        pattern = re.compile(r'"script"\s*:\s*' + re.escape(json.dumps(script)))
-        found = pattern.search(self.text, self.pos)
-        if not found:
+    def next(self, value: Any, key: str = "script") -> int | None:
+        text, needle = self.text, json.dumps(value)
+        at = text.find(needle, self.pos)
+        while at >= 0 and not _follows_key(text, at, key):
+            at = text.find(needle, at + 1)
+        if at < 0:
             return None
-        self.pos = found.end()
-        return self.text.count("\n", 0, found.start()) + 1
+        self._line += text.count("\n", self.pos, at)
+        line = self._line
+        self._line += needle.count("\n")
+        self.pos = at + len(needle)
+        return line
+
+
+def _follows_key(text: str, at: int, key: str) -> bool:
+    """Whether ``text[at:]`` is the value of ``"<key>":`` (whitespace allowed around the colon)."""
+    head = text[max(0, at - 256) : at].rstrip()
+    if not head.endswith(":"):
+        return False
+    return head[:-1].rstrip().endswith(f'"{key}"')
 
 
 def _stem(script: Any) -> str | None:
@@ -114,6 +146,7 @@ class ReviewsImporter(Importer):
         data = load_json(source)
         if not isinstance(data, dict) or not isinstance(data.get("reviews"), list):
             raise InputError(source.rel, "expected an object with a 'reviews' list")
+        _check_top(ctx, data, "reviews")
         model = data.get("model") if isinstance(data.get("model"), str) else None
         system = data.get("system_prompt") if isinstance(data.get("system_prompt"), str) else None
         add(run_node, PG.requestedModel, model)
@@ -142,6 +175,10 @@ class ReviewsImporter(Importer):
             script = review.get("script") if isinstance(review, dict) else None
             line = lines.next(script) if isinstance(script, str) else None
             case = _stem(script)
+            bad = lone_surrogate(review)
+            if bad:
+                ctx.problem(line, f"reviews[{index}]: {bad}")
+                continue
             if case is None:
                 ctx.problem(line, f"reviews[{index}]: script must be a file name, got {script!r}")
                 continue
@@ -279,10 +316,16 @@ class AnswerKeyImporter(Importer):
         data = load_json(source)
         if not isinstance(data, dict):
             raise InputError(source.rel, "expected an object mapping script file names to entries")
+        if not data:
+            ctx.problem(None, "no records")
         lines = source.path.read_text(encoding="utf-8").splitlines()
         add = ctx.add
         for script, entry in data.items():
             line = next((i + 1 for i, t in enumerate(lines) if json.dumps(script) in t), None)
+            bad = lone_surrogate({script: entry})
+            if bad:
+                ctx.problem(line, bad)
+                continue
             case = _stem(script)
             if case is None:
                 ctx.problem(line, f"{script!r} is not a script file name")
@@ -351,6 +394,7 @@ class ModelsUsedImporter(Importer):
         data = load_json(source)
         if not isinstance(data, dict) or not isinstance(data.get("models"), list):
             raise InputError(source.rel, "expected an object with a 'models' list")
+        _check_top(ctx, data, "models")
         lines = _Lines(source.path.read_text(encoding="utf-8"))
         add = ctx.add
         for index, entry in enumerate(data["models"]):
@@ -358,12 +402,11 @@ class ModelsUsedImporter(Importer):
                 ctx.problem(None, f"models[{index}] must be an object")
                 continue
             model = entry.get("model_id")
-            found = re.compile(r'"model_id"\s*:\s*' + re.escape(json.dumps(model))).search(
-                lines.text, lines.pos
-            )
-            line = lines.text.count("\n", 0, found.start()) + 1 if found else None
-            if found:
-                lines.pos = found.end()
+            line = lines.next(model, "model_id")
+            bad = lone_surrogate(entry)
+            if bad:
+                ctx.problem(line, f"models[{index}]: {bad}")
+                continue
             taxonomy = entry.get("with_taxonomy", False)
             n_runs = entry.get("n_runs", 1)
             if not isinstance(model, str) or not model.strip():

@@ -76,8 +76,13 @@ from provgraph.ingest.base import (
 )
 from provgraph.ingest.patients import Patients, UsesSecret
 from provgraph.ingest.readers import (
+    MAX_RECORD_BYTES,
+    RecordError,
     csv_header,
+    document_bytes,
     first_json_object,
+    loads_checked,
+    lone_surrogate,
     read_csv,
     read_jsonl,
     record_problem,
@@ -109,6 +114,11 @@ __all__ = [  # noqa: RUF022 (grouped as the docstring is, not sorted)
     "sniff_text",
     "csv_header",
     "first_json_object",
+    "loads_checked",
+    "lone_surrogate",
+    "document_bytes",
+    "RecordError",
+    "MAX_RECORD_BYTES",
     # patients
     "Patients",
     "UsesSecret",

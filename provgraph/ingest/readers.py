@@ -1,11 +1,21 @@
-"""Reading tabular sources record by record, with line numbers for every problem."""
+"""Reading tabular sources record by record, with line numbers for every problem.
+
+One bad record never costs the others: a JSON Lines record over :data:`MAX_RECORD_BYTES`,
+nested deeper than :data:`MAX_DEPTH`, with an integer too long for Python or a lone surrogate
+is rejected on its own line (:func:`loads_checked` holds these checks for whole-file documents
+too, which :func:`document_bytes` bounds by :data:`MAX_DOCUMENT_BYTES`); a CSV row with an
+unclosed quote is its own bad row, not the rest of the file.
+"""
 
 from __future__ import annotations
 
 import csv
+import functools
 import io
+import itertools
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +23,12 @@ from typing import Any
 from provgraph.errors import InputError
 
 SNIFF_BYTES = 64 * 1024
+#: One JSON Lines record (one line) or one sidecar document: longer ones are rejected unread.
+MAX_RECORD_BYTES = 8 * 1024 * 1024
+#: A whole-file JSON document (a results file, reported statistics, a list of build records).
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+#: Nesting of JSON arrays and objects (the real formats nest under 10 deep).
+MAX_DEPTH = 100
 
 
 def sniff_text(path: Path, limit: int = SNIFF_BYTES) -> str:
@@ -28,9 +44,20 @@ def sniff_text(path: Path, limit: int = SNIFF_BYTES) -> str:
 
 
 def csv_header(path: Path) -> list[str]:
-    """Column names of a CSV file ([] when it does not look like CSV)."""
-    text = sniff_text(path)
-    first = text.splitlines()[0] if text else ""
+    """Column names of a CSV file ([] when it does not look like CSV).
+
+    Only the header line must be text: a NUL in a later row is that row's problem, and must
+    not make the whole file look binary (it would then be imported as a plain file).
+    """
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except OSError:
+        return []
+    line = head.splitlines()[0] if head else b""
+    if b"\x00" in line:
+        return []
+    first = line.decode("utf-8", errors="replace")
     try:
         return [c.strip().lstrip("\ufeff") for c in next(csv.reader([first]))]
     except (csv.Error, StopIteration):
@@ -38,17 +65,151 @@ def csv_header(path: Path) -> list[str]:
 
 
 def first_json_object(path: Path) -> dict[str, Any] | None:
-    """The first parseable JSON object of a JSON Lines file, for detection."""
-    for line in sniff_text(path).splitlines()[:20]:
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
-            return None
-        return value if isinstance(value, dict) else None
+    """The first JSON object of a JSON Lines file, for detection (None if it has none).
+
+    Lines are read whole up to :data:`MAX_RECORD_BYTES` (a first record over 64 KiB is still
+    recognised); a bad line among the first :data:`_DETECT_LINES` is passed over, so one bad
+    first record does not make the whole file unrecognised.
+    """
+    try:
+        with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
+            lines = _bounded_lines(fh, max_skip=MAX_RECORD_BYTES)
+            for _, line, error in itertools.islice(lines, _DETECT_LINES):
+                if error or not line.strip() or "\x00" in line or _undecodable(line):
+                    continue
+                try:
+                    value = loads_checked(line)
+                except (json.JSONDecodeError, RecordError):
+                    continue
+                return value if isinstance(value, dict) else None
+    except (OSError, UnicodeError):
+        return None
     return None
+
+
+_DETECT_LINES = 20
+
+
+def _bounded_lines(
+    fh: io.TextIOWrapper, max_skip: int | None = None
+) -> Iterator[tuple[int, str, str | None]]:
+    """``(number, line, error)`` per line, holding at most :data:`MAX_RECORD_BYTES` of one line
+    in memory: a longer line is read on in chunks and given as an error (with ``max_skip``,
+    the lines end after skipping that much: detection reads no further)."""
+    limit = MAX_RECORD_BYTES
+    number = 0
+    while True:
+        line = fh.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > limit or (not line.isascii() and len(line) * 4 > limit and _utf8_size(line) > limit):
+            skipped = len(line)
+            while line and not line.endswith(("\n", "\r")):
+                if max_skip is not None and skipped > max_skip:
+                    return
+                line = fh.readline(1 << 20)
+                skipped += len(line)
+            yield number, "", f"record over {_mib(limit)} (the limit for one JSON record)"
+            continue
+        yield number, line, None
+
+
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", errors="surrogateescape"))
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):g} MiB"
+
+
+class RecordError(ValueError):
+    """A JSON text that parses as JSON but cannot be stored or breaks a limit; the message
+    says which (nesting depth, a number too long, a lone surrogate)."""
+
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels (the limit for JSON arrays and objects)"
+
+
+def too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Whether the JSON ``text`` nests arrays and objects deeper than ``limit`` (brackets in
+    strings do not count). Cheap: the brackets are only counted when there are enough of them."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(itertools.accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > limit
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """Where a parsed JSON value holds a string (or key) with a lone surrogate (``\\ud800``
+    alone, which no UTF-8 text can hold), as a message, or None."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, v = stack.pop()
+        if isinstance(v, str):
+            found = _LONE_SURROGATE.search(v)
+            if found:
+                at = f" in {where}" if where else ""
+                return f"lone surrogate \\u{ord(found.group()):04x}{at}: not storable as UTF-8 text"
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                if _LONE_SURROGATE.search(k):
+                    at = f" of {where}" if where else ""
+                    return f"lone surrogate in a key{at}: not storable as UTF-8 text"
+                stack.append((f"{where}.{k}" if where else k, item))
+        elif isinstance(v, list):
+            stack.extend((f"{where}[{i}]", item) for i, item in enumerate(v))
+    return None
+
+
+@functools.lru_cache(maxsize=8)  # json.loads would build a decoder per record
+def _decoder(parse_float: Callable[[str], Any] | None, pairs_hook: Callable | None) -> json.JSONDecoder:
+    return json.JSONDecoder(parse_float=parse_float, object_pairs_hook=pairs_hook)
+
+
+def loads_checked(
+    text: str,
+    parse_float: Callable[[str], Any] | None = None,
+    pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    surrogates: bool = True,
+) -> Any:
+    """``json.loads`` within the limits: nesting over :data:`MAX_DEPTH`, an integer longer than
+    Python converts, or (with ``surrogates``) a lone surrogate in a string raise
+    :class:`RecordError`; malformed JSON raises :class:`json.JSONDecodeError` as before."""
+    if too_deep(text):
+        raise RecordError(_TOO_DEEP)
+    try:
+        value = _decoder(parse_float, pairs_hook).decode(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError as err:
+        raise RecordError(_TOO_DEEP) from err
+    except ValueError as err:
+        if "integer string conversion" not in str(err):
+            raise
+        digits = sys.get_int_max_str_digits()
+        raise RecordError(f"a number with more than {digits} digits (the limit for one JSON number)") from err
+    if surrogates and "\\u" in text and _ESCAPED_SURROGATE.search(text):
+        where = lone_surrogate(value)
+        if where:
+            raise RecordError(where)
+    return value
+
+
+def document_bytes(path: Path, rel: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The bytes of a whole-file JSON document, refused (:class:`InputError`) over ``limit``."""
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise InputError(rel, f"{size} bytes: over {_mib(limit)}, the limit for one JSON document")
+        return path.read_bytes()
+    except OSError as err:
+        raise InputError(rel, f"cannot read: {err.strerror or err}") from err
 
 
 def _open_text(path: Path, name: str) -> io.TextIOWrapper:
@@ -95,7 +256,8 @@ def read_csv(
     """
     name = rel or str(path)
     with _open_text(path, name) as fh:
-        reader = csv.reader(_counted(fh, progress))
+        lines = _Replayable(_counted(fh, progress))
+        reader = csv.reader(lines)
         try:
             header = [h.strip() for h in next(reader)]
         except StopIteration:
@@ -109,46 +271,106 @@ def read_csv(
             dup = sorted({h for h in header if header.count(h) > 1})
             raise InputError(name, f"duplicate column(s) {', '.join(dup)} in the header", 1)
         while True:
+            lines.taken = []
             try:
                 fields = next(reader)
             except StopIteration:
                 return
             except csv.Error as err:
-                yield reader.line_num, {}, f"malformed CSV: {err}"
+                yield lines.recover() or lines.number, {}, f"malformed CSV: {err}"
                 continue
-            line = reader.line_num
+            line = lines.number
             if not fields or all(not f.strip() for f in fields):
                 continue
             if any(_undecodable(f) for f in fields):
                 yield line, {}, "not UTF-8 text"
                 continue
             if len(fields) != len(header):
-                yield line, {}, f"expected {len(header)} fields, found {len(fields)}"
+                start = lines.recover()
+                found = f"expected {len(header)} fields, found {len(fields)}"
+                yield (start, {}, f"{found} (an unclosed quote?)") if start else (line, {}, found)
                 continue
             yield line, {h: f.strip() for h, f in zip(header, fields, strict=True)}, None
 
 
+class _Replayable:
+    """Lines for :mod:`csv`, numbered, that can be handed out again.
+
+    An unclosed quote makes the csv module read one "row" to the end of the file; when such a
+    row spanning several lines is bad, its first line is the bad row and the lines after it
+    are read again as rows of their own (one bad row must not cost the rest of the file).
+    """
+
+    def __init__(self, lines: Iterator[str]) -> None:
+        self._lines = lines
+        self._again: list[str] = []
+        self.number = 0  # the physical line last handed out
+        self.taken: list[str] = []  # the lines of the row being read
+
+    def __iter__(self) -> _Replayable:
+        return self
+
+    def __next__(self) -> str:
+        line = self._again.pop() if self._again else next(self._lines)
+        self.number += 1
+        self.taken.append(line)
+        return line
+
+    def recover(self) -> int | None:
+        """For a bad row over several lines: hand all but its first line out again and return
+        the first line's number; None for a bad row on one line."""
+        if len(self.taken) < 2:
+            return None
+        rest = self.taken[1:]
+        self._again.extend(reversed(rest))
+        self.number -= len(rest)
+        return self.number
+
+
 def read_jsonl(
     path: Path, rel: str | None = None, progress: Callable[[int], None] | None = None
-) -> Iterator[tuple[int, Any, str | None]]:
-    """Yield ``(line, value, error)`` per non-blank line; ``error`` says why a line is bad."""
+) -> Iterator[tuple[int | None, Any, str | None]]:
+    """Yield ``(line, value, error)`` per non-blank line; ``error`` says why a line is bad.
+
+    A record that breaks a limit (:data:`MAX_RECORD_BYTES`, :data:`MAX_DEPTH`, a number too
+    long) or holds a lone surrogate is one bad line. A file with no record at all gives one
+    ``(None, None, "no records")``.
+    """
     name = rel or str(path)
+    empty = True
     with _open_text(path, name) as fh:
-        for number, line in enumerate(_counted(fh, progress), start=1):
+        pending = 0  # bytes read since progress was last told (told every ~1 MB)
+        for number, line, error in _bounded_lines(fh):
+            pending += len(line)
+            if progress is not None and pending >= 1 << 20:
+                progress(pending)
+                pending = 0
+            if error:
+                empty = False
+                yield number, None, error
+                continue
             if not line.strip():
                 continue
+            empty = False
             if _undecodable(line):
                 yield number, None, "not UTF-8 text"
                 continue
             try:
-                value = json.loads(line, object_pairs_hook=_no_duplicate_keys)
+                value = loads_checked(line, pairs_hook=_no_duplicate_keys)
             except json.JSONDecodeError as err:
                 yield number, None, f"malformed JSON: {err.msg} (column {err.colno})"
                 continue
             except _DuplicateKey as err:
                 yield number, None, f"duplicate key {err.args[0]!r} in one record"
                 continue
+            except RecordError as err:
+                yield number, None, str(err)
+                continue
             yield number, value, None
+    if progress is not None and pending:
+        progress(pending)
+    if empty:
+        yield None, None, "no records"
 
 
 class _DuplicateKey(ValueError):

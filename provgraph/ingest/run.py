@@ -37,7 +37,7 @@ from provgraph.ingest.sources import (
     source_key,
     split_source_key,
 )
-from provgraph.rdf.terms import TripleWriter
+from provgraph.rdf.terms import TripleWriter, UnstorableValue
 from provgraph.rdf.vocab import PG, PG_NS, PROV, RDF_TYPE
 from provgraph.store import catalog
 from provgraph.store.base import Store
@@ -100,6 +100,7 @@ def ingest_source(
             log.info("reading %s with importer %s", rel, importer.name)
             _run_importer(importer, source, ctx)
             progress.finish()
+            ctx.problems[:] = [_storable_problem(p) for p in ctx.problems]
             _write_import(ctx, key, started)
 
         # the store loads while the importer writes (see catalog.replace_from)
@@ -121,6 +122,31 @@ def ingest_source(
     except ProvgraphError as err:
         progress.finish()
         return ImportResult(rel, importer.name, "failed", error=str(err), seconds=time.perf_counter() - t0)
+    except UnstorableValue as err:  # in the import's own triples (a path): the source cannot be stored
+        progress.finish()
+        error = f"{_clip(rel)}: cannot store this source: {err}"
+        return ImportResult(rel, importer.name, "failed", error=error, seconds=time.perf_counter() - t0)
+    except (MemoryError, SyntaxError) as err:  # the store's loader refused what was written
+        progress.finish()
+        log.debug("the store could not load %s", rel, exc_info=True)
+        error = f"{_clip(rel)}: the store could not load this source: {type(err).__name__}: {_clip(str(err))}"
+        return ImportResult(rel, importer.name, "failed", error=error, seconds=time.perf_counter() - t0)
+
+
+#: A rejection's message is cut to this many characters (it may quote a huge value).
+MAX_PROBLEM_CHARS = 1000
+
+
+def _clip(text: str) -> str:
+    """``text`` printable and storable: lone surrogates escaped, cut to MAX_PROBLEM_CHARS."""
+    if not text.isascii():
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= MAX_PROBLEM_CHARS else text[: MAX_PROBLEM_CHARS - 3] + "..."
+
+
+def _storable_problem(p: Problem) -> Problem:
+    reason = _clip(p.reason)
+    return p if reason is p.reason else Problem(p.path, p.line, reason)
 
 
 def _run_importer(importer: Importer, source: Source, ctx: ImportContext) -> None:
@@ -128,6 +154,11 @@ def _run_importer(importer: Importer, source: Source, ctx: ImportContext) -> Non
         importer.ingest(source, ctx)
     except ProvgraphError:
         raise
+    except UnstorableValue as err:  # the reader should have rejected the record; this is the backstop
+        log.debug("importer %s wrote an unstorable value from %s", importer.name, source.rel, exc_info=True)
+        raise InputError(source.rel, f"cannot store a value (the source is not imported): {err}") from err
+    except RecursionError as err:  # a structure nested too deep for the importer's own code
+        raise InputError(source.rel, f"importer {importer.name!r} failed: nested too deeply") from err
     except Exception as err:  # a crashing importer must not leave a traceback or a half graph
         log.debug("importer %s crashed on %s", importer.name, source.rel, exc_info=True)
         raise InputError(

@@ -117,8 +117,34 @@ def term(value: object) -> str:
     return literal(value)
 
 
+#: One triple as N-Triples UTF-8: the store's parser holds at most 16 MiB of one term.
+MAX_TRIPLE_BYTES = 15 * 1024 * 1024
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class UnstorableValue(ValueError):
+    """A value no store can hold: a lone surrogate (not UTF-8 text) or over :data:`MAX_TRIPLE_BYTES`."""
+
+
+def storable_problem(line: str) -> str | None:
+    """Why the N-Triples ``line`` cannot be stored, or None (the slow path of the writer)."""
+    found = _SURROGATE.search(line)
+    if found:
+        return f"a string holds a lone surrogate \\u{ord(found.group()):04x}: not storable as UTF-8 text"
+    if len(line) * 4 > MAX_TRIPLE_BYTES:
+        size = len(line.encode("utf-8"))
+        if size > MAX_TRIPLE_BYTES:
+            limit = MAX_TRIPLE_BYTES >> 20
+            return f"a value of {size} bytes: over {limit} MiB, the limit for one stored value"
+    return None
+
+
 class TripleWriter:
-    """Streams triples as N-Triples text into a file object and counts them."""
+    """Streams triples as N-Triples text into a file object and counts them.
+
+    Every triple goes through :meth:`add`, so this is where a value no store can hold is
+    refused (:class:`UnstorableValue`, before anything of that triple is written).
+    """
 
     def __init__(self, fh: IO[str]) -> None:
         self._write = fh.write
@@ -128,5 +154,14 @@ class TripleWriter:
         """Write one triple; ``o`` is an :class:`IRI` or a literal value. ``None`` is skipped."""
         if o is None:
             return
-        self._write(f"<{s}> <{p}> {f'<{o}>' if type(o) is IRI else literal(o)} .\n")
+        line = f"<{s}> <{p}> {f'<{o}>' if type(o) is IRI else literal(o)} .\n"
+        # isascii() and len() are O(1): the usual short ASCII line costs nothing more.
+        if not line.isascii() or len(line) > _ASCII_FAST:
+            reason = storable_problem(line)
+            if reason:
+                raise UnstorableValue(reason)
+        self._write(line)
         self.count += 1
+
+
+_ASCII_FAST = MAX_TRIPLE_BYTES // 4  # a line this short cannot be over the limit in UTF-8
