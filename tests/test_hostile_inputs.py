@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TEST_SECRET, rule_bundle, write_bundle
+from conftest import TEST_SECRET, ingest_bundle, rule_bundle, write_bundle
 
 from provgraph.bundle.contract.load import MAX_CONTRACT_BYTES, MAX_CONTRACT_DEPTH, MAX_PROBLEMS
 from provgraph.importers.dvclock import MAX_ALIAS_NODES, MAX_LOCK_BYTES
@@ -62,8 +62,6 @@ def test_dvc_lock_alias_bomb_is_refused_in_one_line(tmp_path: Path) -> None:
     ],
 )
 def test_dvc_lock_aliases_are_bounded(tmp_path: Path, text: str, error: str | None) -> None:
-    from conftest import ingest_bundle
-
     _, results, _ = ingest_bundle(write_bundle(tmp_path / "b", {"dvc.lock": text}, RELEASE))
     (result,) = [r for r in results if r.rel == "dvc.lock"]
     if error is None:
@@ -74,8 +72,6 @@ def test_dvc_lock_aliases_are_bounded(tmp_path: Path, text: str, error: str | No
 
 
 def test_dvc_lock_over_the_size_limit(tmp_path: Path) -> None:
-    from conftest import ingest_bundle
-
     root = write_bundle(tmp_path / "b", {}, RELEASE)
     with (root / "dvc.lock").open("wb") as fh:
         fh.truncate(MAX_LOCK_BYTES + 1)  # sparse: no 16 MiB written
@@ -152,3 +148,14 @@ def test_check_on_labels_without_a_plan_reports_and_fails_closed(cli, tmp_path: 
     )
     s = cli("-C", str(root), "stats")
     assert s.code == 0 and "0 condition(s): no paired statistics" in s.out + s.err
+
+
+def test_dvc_lock_with_a_control_character_is_one_line(tmp_path: Path) -> None:
+    """pyyaml's reader error (a control character) is two lines; the rejection is one (found by
+    bench/fuzz.py)."""
+    text = "schema: '2.0'\nstages:\n  build:\n    cmd: python \x18build.py\n"
+    _, results, _ = ingest_bundle(write_bundle(tmp_path / "b", {"dvc.lock": text}, RELEASE))
+    (result,) = [r for r in results if r.rel == "dvc.lock"]
+    assert result.outcome == "failed"
+    assert "\n" not in result.error
+    assert result.error.startswith("dvc.lock: invalid YAML: unacceptable character #x0018")

@@ -59,9 +59,9 @@ class DvcLockImporter(Importer):
             root, data = _load(text)
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
-            raise InputError(
-                source.rel, f"invalid YAML: {getattr(err, 'problem', err)}", mark.line + 1 if mark else None
-            ) from err
+            # one line: pyyaml's reader errors span two ("... in "<unicode string>", position 64")
+            reason = " ".join(str(getattr(err, "problem", None) or err).split())
+            raise InputError(source.rel, f"invalid YAML: {reason}", mark.line + 1 if mark else None) from err
         if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
             raise InputError(source.rel, "expected a mapping with 'stages' (dvc.lock schema 2.0)", 1)
         lines = _stage_lines(root)
