@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_release_archive import make_tar as _tar
 
 from provgraph.evidence.archive import ArchiveError, Limits, extract
 
@@ -28,18 +29,6 @@ SENTINEL = b"SENTINEL-7f3a-outside-the-archive\n"
 ZEROS = b"\0" * (8 << 20)
 BOMB = r"expands more|expands to more than"  # the ratio, or the total when lower
 AMPLIFIED = r"with its hard-link copies|expands to more than"  # ratio, or total first
-
-
-def _tar(path: Path, items: list[tarfile.TarInfo | tuple[str, bytes]], gz: bool = False) -> Path:
-    with tarfile.open(path, "w:gz" if gz else "w") as tf:
-        for item in items:
-            if isinstance(item, tarfile.TarInfo):
-                tf.addfile(item)
-            else:
-                info = tarfile.TarInfo(item[0])
-                info.size = len(item[1])
-                tf.addfile(info, io.BytesIO(item[1]))
-    return path
 
 
 def _zip(path: Path, items: list[tuple[str, bytes]], modes: dict[str, int] | None = None) -> Path:
