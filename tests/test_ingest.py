@@ -415,3 +415,15 @@ def test_an_unclosed_quote_in_a_csv_row_costs_only_that_row(tmp_path: Path) -> N
     assert result.records == 3
     reasons = [str(p) for p in result.problems]
     assert reasons == ["plan.csv:3: expected 4 fields, found 2 (an unclosed quote?)"]
+
+
+@pytest.mark.parametrize("brk", ["\x1c", "\x0b", "\r", "\x85", "\u2028"])
+def test_a_rejection_quoting_a_line_break_stays_one_line(tmp_path: Path, brk: str) -> None:
+    """A header the fuzzer flipped into a line-break character is quoted escaped (found by
+    bench/fuzz.py: `str.splitlines` cut such a message in two)."""
+    contract = PLAN_CONTRACT + '\n[ingest]\nimporters = { "plan.csv" = "plan" }\n'  # as --importer plan
+    root = write_bundle(tmp_path / "b", {"plan.csv": f"call_id,ca{brk}se,condition\nC1,s1,A\n"}, contract)
+    _, results, _ = ingest_bundle(root)
+    (result,) = [r for r in results if r.rel == "plan.csv"]
+    assert result.outcome == "failed" and "missing column(s) case" in result.error
+    assert len(result.error.splitlines()) == 1

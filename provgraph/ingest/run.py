@@ -121,7 +121,9 @@ def ingest_source(
         raise
     except ProvgraphError as err:
         progress.finish()
-        return ImportResult(rel, importer.name, "failed", error=str(err), seconds=time.perf_counter() - t0)
+        return ImportResult(
+            rel, importer.name, "failed", error=_clip(str(err)), seconds=time.perf_counter() - t0
+        )
     except UnstorableValue as err:  # in the import's own triples (a path): the source cannot be stored
         progress.finish()
         error = f"{_clip(rel)}: cannot store this source: {err}"
@@ -137,10 +139,16 @@ def ingest_source(
 MAX_PROBLEM_CHARS = 1000
 
 
+#: Characters that end a line for ``str.splitlines``: escaped, so a message stays one line.
+_LINE_BREAKS = str.maketrans({c: repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
 def _clip(text: str) -> str:
-    """``text`` printable and storable: lone surrogates escaped, cut to MAX_PROBLEM_CHARS."""
+    """``text`` printable and storable: one line (line breaks escaped), lone surrogates escaped,
+    cut to MAX_PROBLEM_CHARS."""
     if not text.isascii():
         text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = text.translate(_LINE_BREAKS)
     return text if len(text) <= MAX_PROBLEM_CHARS else text[: MAX_PROBLEM_CHARS - 3] + "..."
 
 
