@@ -159,3 +159,30 @@ def test_dvc_lock_with_a_control_character_is_one_line(tmp_path: Path) -> None:
     assert result.outcome == "failed"
     assert "\n" not in result.error
     assert result.error.startswith("dvc.lock: invalid YAML: unacceptable character #x0018")
+
+
+def test_a_text_line_over_the_limit_is_skipped_alone(tmp_path: Path) -> None:
+    """A 17 MiB Markdown line hung the texts importer for minutes (bench/fuzz.py): each number
+    searched all the text before it. The line is now refused on its own; the others import."""
+    from provgraph.evidence.claimnodes import MAX_LINE_CHARS
+
+    contract = RELEASE + 'texts = ["paper.md"]\n'
+    long_line = "Q = 154.73 " * (MAX_LINE_CHARS // 11 + 1)
+    text = f"Accuracy was 0.81.\n{long_line}\nF1 = 0.77 overall.\n"
+    _, results, _ = ingest_bundle(write_bundle(tmp_path / "b", {"paper.md": text}, contract))
+    (result,) = [r for r in results if r.rel == "paper.md"]
+    assert result.outcome == "imported", result
+    (problem,) = map(str, result.problems)
+    assert problem.startswith(f"paper.md:2: a line of {len(long_line):,} characters, over the 1 MiB")
+    assert result.records == 2  # 0.81 on line 1, F1 on line 3
+
+
+def test_numbers_on_a_long_line_are_read_as_on_short_ones() -> None:
+    """The search window around each number (names, denominators) is bounded; what it finds on
+    a long line is what it finds on each of its pieces."""
+    from provgraph.evidence.claims import numbers
+
+    piece = "Cochran Q = 182.29 over 26/45 tests, 17% (8/45) of cases; "
+    one = [(n.text, n.label, n.n, n.numerator) for n in numbers(piece)]
+    many = [(n.text, n.label, n.n, n.numerator) for n in numbers(piece * 2000)]
+    assert many == one * 2000

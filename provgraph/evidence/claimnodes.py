@@ -13,6 +13,10 @@ if TYPE_CHECKING:
     from provgraph.ingest.api import ImportContext
 
 CONTEXT_CHARS = 300
+#: Longest text line read for claims. A manuscript line (a LaTeX paragraph, a Markdown table
+#: row) is a few KiB; a longer one is generated or hostile, and reading it costs time linear in
+#: its length but could still write millions of claims.
+MAX_LINE_CHARS = 1 << 20
 
 
 def is_latex(path: str) -> bool:
@@ -33,6 +37,13 @@ def emit_text(
     for line_no, line in lines:
         if any("\udc80" <= ch <= "\udcff" for ch in line):
             ctx.problem(line_no, "not UTF-8 text; numbers on this line were not read")
+            continue
+        if len(line) > MAX_LINE_CHARS:
+            ctx.problem(
+                line_no,
+                f"a line of {len(line):,} characters, over the {MAX_LINE_CHARS >> 20} MiB read "
+                "for claims; numbers on this line were not read",
+            )
             continue
         context = line.strip()[:CONTEXT_CHARS]
         mention_nodes = []

@@ -68,6 +68,10 @@ _AFTER_PERCENT_FRACTION = re.compile(r"^\s*\(\s*(\d+)\s?/\s?(\d+)\s*\)")
 _AFTER_PERCENT_OF = re.compile(r"^\s*of\s+(?:the\s+|all\s+)?(\d+)(?![\d.,/%])")
 _AFTER_PERCENT_N = re.compile(r"^\s*\(\s*[nN]\s*=\s*(\d+)\s*\)")
 _BEFORE_PERCENT_FRACTION = re.compile(r"(\d+)\s?/\s?(\d+)(?:\s+[A-Za-z][\w-]*){0,2}\s*\(\s*$")
+#: How far around a number its name, denominator or fraction is looked for. Bounded, so a line
+#: costs time linear in its length (a 17 MiB line once took minutes: every number searched all
+#: the text before it).
+_WINDOW = 160
 _RELATIONS = {"<=": "<=", ">=": ">=", "≤": "<=", "≥": ">=", "<": "<", ">": ">", "=": "=", "≈": "=", ":": "="}
 
 
@@ -121,22 +125,28 @@ def numbers(line: str, latex: bool = False, table_label: bool = True) -> list[Nu
     """The claims written on one line, left to right."""
     text = clean_line(line, latex)
     found: list[Number] = []
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # 1 where an earlier (percent, fraction) match lies
 
     def free(start: int, end: int) -> bool:
-        return all(end <= a or start >= b for a, b in taken)
+        return not any(taken[start:end])
+
+    def take(start: int, end: int) -> None:
+        taken[start:end] = b"\1" * (end - start)
+
+    def before(start: int) -> str:
+        return text[max(0, start - _WINDOW) : start]
 
     row_label = _table_row_label(text) if table_label else None
     for m in _PERCENT.finditer(text):
         value, resolution = _decimal(m.group(1))
-        after, before = text[m.end() :], text[: m.start()]
+        after, prefix = text[m.end() : m.end() + _WINDOW], before(m.start())
         numerator = n = None
-        frac = _AFTER_PERCENT_FRACTION.match(after) or _BEFORE_PERCENT_FRACTION.search(before)
+        frac = _AFTER_PERCENT_FRACTION.match(after) or _BEFORE_PERCENT_FRACTION.search(prefix)
         if frac:
             numerator, n = int(frac.group(1)), int(frac.group(2))
         elif of := (_AFTER_PERCENT_OF.match(after) or _AFTER_PERCENT_N.match(after)):
             n = int(of.group(1))
-        label, relation = _label(before)
+        label, relation = _label(prefix)
         found.append(
             Number(
                 m.group(1).replace(",", "") + "%",
@@ -150,23 +160,23 @@ def numbers(line: str, latex: bool = False, table_label: bool = True) -> list[Nu
                 n,
             )
         )
-        taken.append((m.start(), m.end()))
+        take(m.start(), m.end())
     for m in _FRACTION.finditer(text):
         if not free(m.start(), m.end()):
             continue
         k, n = int(m.group(1)), int(m.group(2))
-        label, relation = _label(text[: m.start()])
+        label, relation = _label(before(m.start()))
         found.append(
             Number(
                 f"{k}/{n}", Decimal(k), "fraction", Decimal(1), m.start(), label or row_label, relation, k, n
             )
         )
-        taken.append((m.start(), m.end()))
+        take(m.start(), m.end())
     for m in _NUMBER.finditer(text):
         if not free(m.start(), m.end()):
             continue
         raw = m.group(1)
-        label, relation = _label(text[: m.start()])
+        label, relation = _label(before(m.start()))
         is_decimal = "." in raw
         if not is_decimal and label is None:
             continue  # a bare integer: a year, a section, a reference, not a claim
@@ -182,7 +192,7 @@ def numbers(line: str, latex: bool = False, table_label: bool = True) -> list[Nu
                 relation,
             )
         )
-        taken.append((m.start(), m.end()))
+        take(m.start(), m.end())
     return sorted(found, key=lambda n: n.column)
 
 
