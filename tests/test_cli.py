@@ -36,7 +36,7 @@ def test_flawed_example_fails_the_gate_naming_four_violations(cli, flawed: Path)
     r = cli("-C", str(flawed), "check")
     assert r.code == 1
     # other clauses' rules are skipped (not declared), so only the counts that matter are pinned
-    assert re.search(r"gate: FAIL \(4 fail rules violated\b.*; 4 violations\)", r.out), r.out
+    assert re.search(r"gate: FAIL \(4 blocking rules violated\b.*; 4 violations\)", r.out), r.out
     expected = [
         "output-duplicate-terminal: call/C003 [plan.csv:4]: call C003 has 2 terminal records with "
         "different statuses; which one is the result is ambiguous",

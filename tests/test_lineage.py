@@ -146,7 +146,7 @@ def test_restrict_rule_restricts_and_info_rule_does_not(tmp_path: Path) -> None:
     for severity in ("restrict", "info"):
         (folder / f"release-t-{severity}.rq").write_text(
             f"# id: release-t-{severity}\n# clause: release\n# severity: {severity}\n"
-            "# title: t\n# remedy: r\n"
+            "# title: t\n# remedy: r\n# why: w\n"
             "PREFIX pg: <https://w3id.org/provgraph/ns#>\n"
             "SELECT DISTINCT ?focus ?message WHERE { ?focus a pg:Statistic ; pg:statName "
             f'"{"cochran_q" if severity == "restrict" else "mcnemar_significant"}" '
@@ -171,7 +171,7 @@ def test_missing_check_dangling_source_and_rule_errors_are_unverifiable(tmp_path
     broken = tmp_path / "rules" / "release"
     broken.mkdir(parents=True)
     (broken / "release-broken.rq").write_text(
-        "# id: release-broken\n# clause: release\n# severity: info\n# title: t\n# remedy: r\n"
+        "# id: release-broken\n# clause: release\n# severity: info\n# title: t\n# remedy: r\n# why: w\n"
         "# requires: pg:Statistic\nSELECT DISTINCT ?focus ?message WHERE { ?focus ?p ?message }\n"
     )
     run_gate(store, load_rules(tmp_path / "rules"))

@@ -79,7 +79,7 @@ def test_report_of_the_flawed_example(cli, tmp_path: Path) -> None:
     page = Page(html)
     text = page.plain()
     assert "GATE FAIL" in text
-    assert re.search(r"gate: FAIL \(4 fail rules violated\b.*; 4 violations\)", text), text
+    assert re.search(r"gate: FAIL \(4 blocking rules violated\b.*; 4 violations\)", text), text
     for rule in (
         "output-planned-without-terminal",
         "output-ok-without-output",

@@ -20,6 +20,7 @@ from provgraph.errors import RuleError, UsageError
 from provgraph.lineage.gate import run_gate
 from provgraph.rdf.vocab import PG_NS, defined_terms
 from provgraph.rules import load_rules, parse_rule, run_check
+from provgraph.rules.formats import gate_line
 from provgraph.rules.runner import select_rules
 
 RULES = load_rules()
@@ -122,11 +123,32 @@ def test_missing_evidence_fails_closed(tmp_path: Path) -> None:
     assert not report.passed
 
 
-def test_clause_not_in_contract_is_skipped(tmp_path: Path) -> None:
+def test_clause_not_in_contract_is_skipped_and_an_empty_gate_does_not_pass(tmp_path: Path) -> None:
+    """Issue 14: a contract that puts no clause in force checks nothing, which is no pass."""
     contract = '[project]\nname = "t"\nbase_iri = "https://example.org/t/"\n'
     root = write_bundle(tmp_path / "b", {}, contract)
     report = check(root)
     assert {r.outcome for r in report.results} == {"skipped"}
+    assert report.empty and not report.passed
+    assert gate_line(report).startswith("gate: EMPTY (no rule ran, so nothing was shown to hold")
+
+
+def test_a_rule_whose_evidence_the_contract_rules_out_is_not_applicable(tmp_path: Path) -> None:
+    """Issue 14: PNG images from the start have no DICOM and no rendering: the rendering rules
+    do not apply (neither pass nor fail), while the comparison across conditions still runs."""
+    root = rule_bundle("pixel-conditions-differ-in-image", "clean", tmp_path / "b")
+    contract = (root / "provgraph.toml").read_text()
+    (root / "provgraph.toml").write_text(contract.replace("[pixel]\n", '[pixel]\ninputs = "images"\n'))
+    report = check(root)
+    by_id = {r.rule.id: r for r in report.results}
+    for rule_id in (
+        "pixel-image-without-rendering",
+        "pixel-monochrome-polarity",
+        "pixel-rendered-hash-mismatch",
+    ):
+        assert by_id[rule_id].outcome == "not-applicable", rule_id
+        assert "DICOM sources" in by_id[rule_id].error
+    assert by_id["pixel-conditions-differ-in-image"].outcome == "pass"
     assert report.passed
 
 
@@ -134,12 +156,14 @@ def test_broken_rule_fails_closed(tmp_path: Path) -> None:
     folder = tmp_path / "rules" / "output"
     folder.mkdir(parents=True)
     (folder / "output-broken.rq").write_text(
-        "# id: output-broken\n# clause: output\n# severity: info\n# title: t\n# remedy: r\n"
-        "SELECT DISTINCT ?focus ?message WHERE { ?focus ?p }\n"
+        "# id: output-broken\n# clause: output\n# severity: info\n"
+        + _TRW
+        + "SELECT DISTINCT ?focus ?message WHERE { ?focus ?p }\n"
     )
     (folder / "output-noproj.rq").write_text(
-        "# id: output-noproj\n# clause: output\n# severity: info\n# title: t\n# remedy: r\n"
-        "SELECT DISTINCT ?s WHERE { ?s ?p ?o }\n"
+        "# id: output-noproj\n# clause: output\n# severity: info\n"
+        + _TRW
+        + "SELECT DISTINCT ?s WHERE { ?s ?p ?o }\n"
     )
     rules = load_rules(tmp_path / "rules")
     report = check(rule_bundle("output-unplanned-record", "clean", tmp_path / "clean"), rules)
@@ -151,30 +175,40 @@ def test_broken_rule_fails_closed(tmp_path: Path) -> None:
     assert not report.passed  # an info rule that cannot run still closes the gate
 
 
+_TRW = "# title: t\n# remedy: r\n# why: w\n"  # the required keys every test header shares
+
+
 @pytest.mark.parametrize(
     ("header", "message"),
     [
-        ("# id: x\n", "rule header lacks clause, severity, title, remedy"),
+        ("# id: x\n", "rule header lacks clause, severity, title, remedy, why"),
         (
-            "# id: other\n# clause: output\n# severity: fail\n# title: t\n# remedy: r\n",
+            "# id: other\n# clause: output\n# severity: fail\n" + _TRW,
             "must equal the file name",
         ),
-        ("# id: x\n# clause: cohrt\n# severity: fail\n# title: t\n# remedy: r\n", "unknown clause 'cohrt'"),
         (
-            "# id: x\n# clause: output\n# severity: fatal\n# title: t\n# remedy: r\n",
+            "# id: x\n# clause: cohrt\n# severity: fail\n" + _TRW,
+            "unknown clause 'cohrt'",
+        ),
+        (
+            "# id: x\n# clause: output\n# severity: fatal\n" + _TRW,
             "unknown severity 'fatal'",
         ),
         (
-            "# id: x\n# clause: output\n# severity: fail\n# title: t\n# remedy: r\n# owner: me\n",
-            ":6: unknown header key 'owner'",
+            "# id: x\n# clause: output\n# severity: fail\n" + _TRW + "# owner: me\n",
+            ":7: unknown header key 'owner'",
         ),
         (
-            "# id: x\n# clause: pixel\n# severity: fail\n# title: t\n# remedy: r\n",
+            "# id: x\n# clause: pixel\n# severity: fail\n" + _TRW,
             "must live in a folder named pixel/",
         ),
         (
-            "# id: x\n# clause: output\n# severity: fail\n# title: t\n# remedy: r\n# lineage: lost\n",
+            "# id: x\n# clause: output\n# severity: fail\n" + _TRW + "# lineage: lost\n",
             "unknown lineage status 'lost'",
+        ),
+        (
+            "# id: x\n# clause: output\n# severity: fail\n" + _TRW + "# applies: dicom\n",
+            "unknown applies fact 'dicom'",
         ),
     ],
 )

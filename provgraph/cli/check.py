@@ -14,7 +14,13 @@ from provgraph.errors import ExitCode
 from provgraph.rules.formats import FORMATS
 from provgraph.rules.rule import CLAUSES
 
-_STYLE = {"pass": "green", "violated": "bold red", "error": "bold magenta", "skipped": "dim"}
+_STYLE = {
+    "pass": "green",
+    "violated": "bold red",
+    "error": "bold magenta",
+    "skipped": "dim",
+    "not-applicable": "dim",
+}
 _SHOWN = 20
 
 

@@ -47,6 +47,7 @@ class ContractImporter(Importer):
         add(project, PG.baseIri, info["base_iri"])
         add(project, PG.description, info.get("description"))
         add(project, PG.version, info.get("version"))
+        add(project, PG.strict, info.get("strict", False))
         for clause in contract.clauses():
             add(node, PG.declaresClause, PG[f"{clause.capitalize()}Clause"])
         modules = section_modules()

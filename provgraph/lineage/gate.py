@@ -4,7 +4,9 @@
 order (:func:`run_gate` does all three):
 
 1. :func:`refresh_statistics`: the statistics the analysis clause checks are recomputed (or a
-   stale statistics graph is dropped), so the rules read current derived evidence;
+   stale statistics graph is dropped), and the per-call evidence view
+   (:mod:`provgraph.rules.callview`) is brought up to date, so the rules read current derived
+   evidence;
 2. :func:`provgraph.rules.run_check`: the rules, all against one state of the store;
 3. :func:`record_check_and_hubs`: the check is written into the store, then what lies upstream
    of each large lineage hub, which reads the violations just written.
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from provgraph.errors import StoreError
 from provgraph.ingest.run import describe_unfinished
 from provgraph.lineage.hubs import record_hubs
+from provgraph.rules import callview
 from provgraph.rules.rule import Rule
 from provgraph.rules.runner import CheckReport, RuleResult, contract_state, record_check, run_check
 from provgraph.stats import materialize
@@ -51,6 +54,7 @@ def refresh_statistics(store: Store) -> None:
         materialize.refresh(store)
     else:
         materialize.drop_if_stale(store)
+    callview.refresh(store)
 
 
 def record_check_and_hubs(store: Store, report: CheckReport) -> list[str]:

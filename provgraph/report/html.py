@@ -73,7 +73,7 @@ def _listed(check: CheckReport, limit: int | None) -> list[tuple[RuleResult, Vio
 
 
 def _head(check: CheckReport) -> str:
-    verdict = "PASS" if check.passed else "FAIL"
+    verdict = "EMPTY" if check.empty else "PASS" if check.passed else "FAIL"
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
@@ -83,7 +83,7 @@ def _head(check: CheckReport) -> str:
 
 
 def _banner(check: CheckReport, store: Store) -> str:
-    verdict = "pass" if check.passed else "fail"
+    verdict = "empty" if check.empty else "pass" if check.passed else "fail"
     return f"""<header class="top"><div class="inner">
 <h1>Audit report: {esc(check.project)}</h1>
 <span class="badge {verdict}" id="gate-badge">GATE {verdict.upper()}</span>
@@ -132,11 +132,14 @@ def _gate(check: CheckReport) -> str:
         counts = {
             k: sum(1 for r in results if r.outcome == k) for k in ("pass", "violated", "error", "skipped")
         }
+        counts["skipped"] += sum(1 for r in results if r.outcome == "not-applicable")  # column "skipped"
         nviol = sum(len(r.violations) for r in results)
         if not results:
             outcome, css = "no rules", "none"
         elif all(r.outcome == "skipped" for r in results):
             outcome, css = "not declared", "skipped"
+        elif all(r.outcome in ("skipped", "not-applicable") for r in results):
+            outcome, css = "not applicable", "skipped"
         elif any(r.blocks_gate for r in results):
             outcome, css = "FAIL", "fail"
         elif counts["violated"]:

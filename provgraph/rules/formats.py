@@ -12,30 +12,48 @@ from provgraph.rules.runner import CheckReport, Outcome
 
 FORMATS = ("text", "json", "junit", "sarif", "markdown")
 _SARIF_LEVEL: dict[Severity, str] = {"fail": "error", "restrict": "warning", "info": "note"}
-_MARK: dict[Outcome, str] = {"pass": "pass", "violated": "VIOLATED", "error": "ERROR", "skipped": "skipped"}
+_MARK: dict[Outcome, str] = {
+    "pass": "pass",
+    "violated": "VIOLATED",
+    "error": "ERROR",
+    "skipped": "skipped",
+    "not-applicable": "n/a",
+}
+#: What an empty gate tells the user to add.
+EMPTY_HINT = (
+    "no rule ran, so nothing was shown to hold: declare the clauses of your benchmark in "
+    "provgraph.toml ([plan], [cohort], [pixel], [conditions], [models], [annotation], [analysis], "
+    "[release]; see `provgraph init --help` and the README's contract section)"
+)
 
 
 def gate_line(report: CheckReport) -> str:
     c = report.counts()
     blocking = [r for r in report.results if r.blocks_gate]
+    if report.empty:
+        return f"gate: EMPTY ({EMPTY_HINT})"
     if report.passed:
         verdict = "PASS"
         detail = f"{c['pass']} rules passed"
         restricted = sum(1 for r in report.results if r.outcome == "violated")
         if restricted:
             detail += f", {restricted} non-blocking rules fired"
+        if any(r.strict for r in report.results):
+            detail += " (strict)"
     else:
         verdict = "FAIL"
         errors = sum(1 for r in blocking if r.outcome == "error")
         violated = len(blocking) - errors
         parts = []
         if violated:
-            parts.append(f"{violated} fail rule{'s' if violated != 1 else ''} violated")
+            parts.append(f"{violated} blocking rule{'s' if violated != 1 else ''} violated")
         if errors:
             parts.append(f"{errors} rule{'s' if errors != 1 else ''} could not run")
         detail = ", ".join(parts)
     if c["skipped"]:
         detail += f", {c['skipped']} skipped (clause not in the contract)"
+    if c["not-applicable"]:
+        detail += f", {c['not-applicable']} not applicable (evidence the contract says the benchmark lacks)"
     return f"gate: {verdict} ({detail}; {c['violations']} violations)"
 
 
@@ -46,7 +64,8 @@ def to_json(report: CheckReport) -> str:
 def as_dict(report: CheckReport) -> dict[str, Any]:
     return {
         "project": report.project,
-        "gate": "pass" if report.passed else "fail",
+        "gate": "empty" if report.empty else "pass" if report.passed else "fail",
+        "strict": any(r.strict for r in report.results),
         "started": report.started.isoformat(),
         "clauses_in_force": report.clauses_in_force,
         "counts": report.counts(),
@@ -78,9 +97,9 @@ def to_junit(report: CheckReport) -> str:
             "testsuite",
             name=clause,
             tests=str(len(results)),
-            failures=str(sum(1 for r in results if r.outcome == "violated" and r.rule.blocks_gate)),
+            failures=str(sum(1 for r in results if r.outcome == "violated" and r.blocks_gate)),
             errors=str(sum(1 for r in results if r.outcome == "error")),
-            skipped=str(sum(1 for r in results if r.outcome == "skipped")),
+            skipped=str(sum(1 for r in results if r.outcome in ("skipped", "not-applicable"))),
             time=f"{sum(r.seconds for r in results):.3f}",
         )
         for r in results:
@@ -90,9 +109,9 @@ def to_junit(report: CheckReport) -> str:
             body = "\n".join(_violation_line(report, v) for v in r.violations)
             if r.outcome == "error":
                 ET.SubElement(case, "error", message=r.error or "rule could not run").text = r.error
-            elif r.outcome == "skipped":
-                ET.SubElement(case, "skipped", message=r.error or "skipped")
-            elif r.outcome == "violated" and r.rule.blocks_gate:
+            elif r.outcome in ("skipped", "not-applicable"):
+                ET.SubElement(case, "skipped", message=r.error or r.outcome)
+            elif r.outcome == "violated" and r.blocks_gate:
                 ET.SubElement(
                     case,
                     "failure",

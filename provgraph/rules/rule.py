@@ -11,6 +11,16 @@ plain SPARQL that any tool can run). Indented ``#`` lines continue the previous 
     # requires: pg:PlannedCall, pg:CallRecord
     # lineage: unverifiable
 
+``applies`` is optional: contract facts without which the rule does not apply (see
+:data:`APPLIES`). A rule whose facts the contract does not declare is *not applicable*: the
+benchmark legitimately lacks its evidence (a cohort checked before any call has no plan; PNG
+images from the start have no DICOM). Evidence the contract does promise but the graph lacks
+(``requires``) still fails closed.
+
+``why`` is required: the rule's severity argued from the audit's repair boundary (seed 000,
+Table 2 and section 3.6): a documented mismatch fails; missing identity evidence restricts the
+claims downstream (and blocks only under ``[project] strict = true``).
+
 ``lineage`` is optional: the claim status a violation gives the claims downstream of its focus
 when it is not the severity's default (``fail`` -> withdrawn, ``restrict`` -> restricted,
 ``info`` -> none; see :mod:`provgraph.lineage`). :func:`provgraph.rules.record_check` writes it
@@ -37,8 +47,15 @@ SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 #: Claim statuses a rule's ``lineage:`` key may name (the limiting ones; "retained" limits nothing).
 LineageStatus = Literal["restricted", "unverifiable", "withdrawn"]
 LINEAGE_STATUSES: tuple[LineageStatus, ...] = get_args(LineageStatus)
-_REQUIRED = ("id", "clause", "severity", "title", "remedy")
-_OPTIONAL = ("requires", "lineage")
+#: Contract facts a rule's ``applies:`` key may name, with what the contract says for each.
+APPLIES: dict[str, str] = {
+    "plan": "call plan (neither [plan] nor a plan file)",
+    "dicom-images": 'DICOM sources for its images ([pixel] inputs = "images")',
+    "conditions": "prompt conditions ([conditions])",
+    "cohort": "cohort ([cohort])",
+}
+_REQUIRED = ("id", "clause", "severity", "title", "remedy", "why")
+_OPTIONAL = ("requires", "lineage", "applies")
 #: Every key a header may hold (the README's rules section names each).
 HEADER_KEYS = _REQUIRED + _OPTIONAL
 _ID = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -54,6 +71,10 @@ class Rule:
     query: str
     path: Path
     requires: tuple[str, ...] = field(default=())
+    #: Contract facts (keys of :data:`APPLIES`) without which the rule does not apply.
+    applies: tuple[str, ...] = field(default=())
+    #: Why the severity is what it is (the audit's repair boundary).
+    why: str = ""
     #: The claim status its violations imply when not the severity's default (header ``lineage:``).
     lineage: LineageStatus | None = None
 
@@ -114,6 +135,10 @@ def parse_rule(path: Path, text: str | None = None) -> Rule:
     requires = tuple(
         PG_NS + r.strip().removeprefix("pg:") for r in meta.get("requires", "").split(",") if r.strip()
     )
+    applies = tuple(a.strip() for a in meta.get("applies", "").split(",") if a.strip())
+    unknown = [a for a in applies if a not in APPLIES]
+    if unknown:
+        raise RuleError(f"{path}:1: unknown applies fact {unknown[0]!r} (one of {', '.join(APPLIES)})")
     query = "\n".join(lines[body_start:]).strip()
     if not query:
         raise RuleError(f"{path}: no query after the header")
@@ -126,6 +151,8 @@ def parse_rule(path: Path, text: str | None = None) -> Rule:
         query=query,
         path=path,
         requires=requires,
+        applies=applies,
+        why=meta["why"],
         lineage=lineage,  # type: ignore[arg-type]  # checked against LINEAGE_STATUSES above
     )
 

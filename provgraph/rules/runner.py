@@ -2,7 +2,9 @@
 
 Fail closed: a rule whose query does not run, whose result lacks ``?focus``/``?message``, or
 whose required evidence is absent from the graph counts as an error, and an error blocks the
-gate whatever the rule's severity. A store that stops answering (a server that is down, dies
+gate whatever the rule's severity. A rule that does not apply to the benchmark as its contract
+describes it (header ``applies:``) is *not applicable*: neither a pass nor a failure. A check
+in which no rule ran at all is *empty*, and an empty gate does not pass. A store that stops answering (a server that is down, dies
 or times out) ends the whole check with :class:`~provgraph.errors.StoreUnavailable`: no
 report is produced, so nothing can read as a pass. Rules of clauses the contract does not declare are
 skipped unless asked for by name.
@@ -27,14 +29,14 @@ from provgraph.errors import StoreError, StoreUnavailable, UsageError
 from provgraph.rdf.sparql import plain_iri
 from provgraph.rdf.terms import IRI, TripleWriter, mint
 from provgraph.rdf.vocab import PG, PG_NS, PROV, RDF_TYPE, short
-from provgraph.rules.rule import CLAUSES, Rule
+from provgraph.rules.rule import APPLIES, CLAUSES, Rule
 from provgraph.store import catalog
 from provgraph.store.base import Store
 
 log = logging.getLogger(__name__)
 
 #: What running one rule came to (also written as ``pg:outcome`` of its ``pg:RuleResult``).
-Outcome = Literal["pass", "violated", "error", "skipped"]
+Outcome = Literal["pass", "violated", "error", "skipped", "not-applicable"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
 
@@ -59,10 +61,20 @@ class RuleResult:
     violations: list[Violation] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
+    #: ``[project] strict = true``: restrict violations block too
+    strict: bool = False
 
     @property
     def blocks_gate(self) -> bool:
-        return self.outcome == "error" or (self.outcome == "violated" and self.rule.blocks_gate)
+        if self.outcome == "error":
+            return True
+        if self.outcome != "violated":
+            return False
+        return self.rule.blocks_gate or (self.strict and self.rule.severity == "restrict")
+
+    @property
+    def ran(self) -> bool:
+        return self.outcome in ("pass", "violated", "error")
 
 
 @dataclass
@@ -75,8 +87,13 @@ class CheckReport:
     seconds: float = 0.0
 
     @property
+    def empty(self) -> bool:
+        """No rule ran: no clause in force, or every rule skipped or not applicable."""
+        return not any(r.ran for r in self.results)
+
+    @property
     def passed(self) -> bool:
-        return not any(r.blocks_gate for r in self.results)
+        return not self.empty and not any(r.blocks_gate for r in self.results)
 
     def by_clause(self) -> dict[str, list[RuleResult]]:
         grouped: dict[str, list[RuleResult]] = {}
@@ -112,6 +129,37 @@ def contract_state(store: Store) -> tuple[str, str, list[str]]:
     declared = {r["clause"].value for r in rows if r["clause"] is not None}  # type: ignore[union-attr]
     in_force = [c for c in CLAUSES if f"{PG_NS}{c.capitalize()}Clause" in declared]
     return rows[0]["name"].value, rows[0]["base"].value, in_force  # type: ignore[union-attr]
+
+
+#: How each ``applies:`` fact is read from the imported contract.
+_FACTS: dict[str, str] = {
+    "plan": "ASK { { ?p a pg:CallPlan } UNION { ?c a pg:PlannedCall } }",  # a plan file counts too
+    "dicom-images": 'ASK { ?p a pg:PixelProtocol FILTER NOT EXISTS { ?p pg:imageInputs "images" } }',
+    "conditions": "ASK { ?c a pg:ConditionSpec }",
+    "cohort": "ASK { ?c a pg:CohortProtocol }",
+}
+assert set(_FACTS) == set(APPLIES)
+
+
+def contract_facts(store: Store) -> set[str]:
+    """The ``applies:`` facts the imported contract declares."""
+    return {name for name, ask in _FACTS.items() if store.ask(f"PREFIX pg: <{PG_NS}>\n{ask}")}
+
+
+def strict_contract(store: Store) -> bool:
+    return store.ask(f"PREFIX pg: <{PG_NS}> ASK {{ ?p a pg:Project ; pg:strict true }}")
+
+
+def not_applicable(rule: Rule, facts: set[str]) -> RuleResult | None:
+    """The result of a rule whose ``applies:`` facts the contract lacks, else None."""
+    lacking = [a for a in rule.applies if a not in facts]
+    if not lacking:
+        return None
+    return RuleResult(
+        rule,
+        "not-applicable",
+        error="not applicable: the benchmark has no " + " and no ".join(APPLIES[a] for a in lacking),
+    )
 
 
 def run_rule(store: Store, rule: Rule) -> RuleResult:
@@ -214,12 +262,14 @@ def run_check(
     t0 = time.perf_counter()
     project, base, in_force = contract_state(store)
     with store.snapshot():
+        facts, strict = contract_facts(store), strict_contract(store)
         results = []
         for rule in rules:
             if rule.clause not in in_force and not explicit:
                 result = RuleResult(rule, "skipped", error="clause not declared in the contract")
             else:
-                result = run_rule(store, rule)
+                result = not_applicable(rule, facts) or run_rule(store, rule)
+            result.strict = strict
             results.append(result)
             if on_result:
                 on_result(result)

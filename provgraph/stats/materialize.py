@@ -69,7 +69,7 @@ class Outcome:
 
 
 def inputs_fingerprint(store: Store) -> str:
-    slots = [s for s in catalog.slots(store) if not s.key.startswith(("check:", "analysis:"))]
+    slots = [s for s in catalog.slots(store) if not s.key.startswith(("check:", "analysis:", "derived:"))]
     text = f"{__version__}/{ENGINE_VERSION}\n" + "".join(f"{s.key}\t{s.fingerprint}\n" for s in slots)
     return hashlib.sha256(text.encode()).hexdigest()
 

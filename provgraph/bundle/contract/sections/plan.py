@@ -4,7 +4,8 @@ Either an explicit plan file (``file``, default ``plan.csv``: call_id, case, con
 replicate), or the matrix ``cases`` x ``conditions`` x ``replicates`` written here, whose call
 ids are ``<condition>--<case>--<replicate>`` (the ``custom_id`` a batch request must carry).
 ``decoding`` states the settings every call must record (temperature, top_p, max_tokens,
-seed).
+seed). ``accept_statuses`` names the non-success final states the protocol accepts as answers
+(``length`` for a protocol that scores truncated answers); every other one is a violation.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from provgraph.rdf.vocab import PG, RDF_TYPE
 if TYPE_CHECKING:
     from provgraph.ingest.api import ImportContext
 
+#: The final states of a call that carry no usable answer (the statuses importers write).
+NON_SUCCESS = ("length", "refused", "error", "expired", "canceled", "timeout", "parse_error")
 NAME = "plan"
 CLAUSES: tuple[str, ...] = ("output",)
 _KEY = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"}
@@ -48,6 +51,13 @@ SCHEMA: dict[str, Any] = {
             "minItems": 1,
             "uniqueItems": True,
             "description": "Condition keys of the call matrix (default: every [conditions] key).",
+        },
+        "accept_statuses": {
+            "type": "array",
+            "items": {"enum": sorted(NON_SUCCESS)},
+            "uniqueItems": True,
+            "default": [],
+            "description": "Non-success final states the protocol accepts (e.g. length).",
         },
         "decoding": {
             "type": "object",
@@ -102,6 +112,8 @@ def write(section: dict[str, Any], ctx: ImportContext) -> None:
     if file:
         add(plan, PG.planFile, ctx.file_iri(file))
     add(plan, PG.replicates, section.get("replicates"))
+    for status in section.get("accept_statuses", []):
+        add(plan, PG.acceptedStatus, status)
     decoding = section.get("decoding") or {}
     for key, prop in (("temperature", PG.temperature), ("top_p", PG.topP)):
         if key in decoding:

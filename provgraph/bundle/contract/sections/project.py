@@ -19,6 +19,12 @@ SCHEMA: dict[str, Any] = {
         },
         "description": {"type": "string", "description": "One-line description."},
         "version": {"type": "string", "description": "Version of the benchmark protocol."},
+        "strict": {
+            "type": "boolean",
+            "default": False,
+            "description": "true: missing identity evidence (restrict rules) blocks the gate too, "
+            "not only documented mismatches.",
+        },
     },
     "required": ["name", "base_iri"],
     "additionalProperties": False,
