@@ -38,10 +38,10 @@ from statsmodels.stats.contingency_tables import cochrans_q, mcnemar
 from statsmodels.stats.multitest import multipletests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cal_analysis import focus, fresh, write, write_csv, write_json  # noqa: E402
+from _cal_analysis import focus, fresh, write, write_csv, write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from corpus import Planted  # noqa: E402
+from corpus import Planted
 
 NAME = "keyed-analysis"
 SOURCE = (
@@ -168,7 +168,9 @@ def generate(root: Path, twin: str) -> list[Planted]:
     flawed = twin == "flawed"
     fresh(root)
     grid = cells()
-    rows = [[case, finding, cond, grid[(case, finding)][cond]] for (case, finding) in grid for cond in CONDITIONS]
+    rows = [
+        [case, finding, cond, grid[(case, finding)][cond]] for (case, finding) in grid for cond in CONDITIONS
+    ]
     write_csv(root, "results/cells.csv", ["case", "finding", "condition", "cell"], rows)
     values = matrix(grid)
     write_json(root, STATS, {"statistics": reported(values, flawed)})
