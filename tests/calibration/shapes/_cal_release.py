@@ -141,7 +141,7 @@ def mcnemar_table_tex() -> str:
     """Table 2: the significant pairs (counts, no decimals a reader would take for claims)."""
     lines = [r"\begin{tabular}{lll}", r"Model A & Model B & Holm-adjusted \\"]
     pairs = [(a, b) for i, a in enumerate(MODELS) for b in MODELS[i + 1 :]]
-    for (_, a, ka), (_, b, kb) in pairs[:13]:
+    for (_, a, _), (_, b, _) in pairs[:13]:
         lines.append(f"{a} & {b} & significant \\\\")
     lines.append(r"\end{tabular}")
     return "\n".join(lines) + "\n"

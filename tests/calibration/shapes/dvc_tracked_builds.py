@@ -72,7 +72,7 @@ def _table3() -> str:
     for _, name, k in common.MODELS:
         pa = k * 3 // 5
         lines.append(f"{name} & {pa}/247 & {k - pa}/165 \\\\")
-    return "\n".join(lines + [r"\end{tabular}"]) + "\n"
+    return "\n".join([*lines, r"\end{tabular}"]) + "\n"
 
 
 def _dep(root: Path, rel: str) -> dict:
