@@ -17,7 +17,7 @@ import hashlib
 import json
 import random
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -33,7 +33,9 @@ __all__ = [
     "Image",
     "Planted",
     "Study",
+    "chat_completion",
     "dicom_id",
+    "fixed_clock",
     "sha256",
     "study_pool",
     "write_csv",
@@ -180,3 +182,18 @@ def write_text(path: Path, text: str) -> None:
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def fixed_clock(start: str = "2025-03-14T09") -> Iterator[str]:
+    """Fixed, advancing ISO timestamps (2 s apart) to stand in for a recorder's wall clock."""
+    second = 0
+    while True:
+        second += 2
+        yield f"{start}:{second // 60 % 60:02d}:{second % 60:02d}.000Z"
+
+
+def chat_completion(call_key: str, model: str, text: str) -> dict[str, object]:
+    """An OpenAI chat completion object (as a dict) answering with ``text``."""
+    rid = hashlib.sha256(call_key.encode()).hexdigest()[:24]
+    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+    return {"id": f"chatcmpl-{rid}", "object": "chat.completion", "model": model, "choices": [choice]}

@@ -35,13 +35,13 @@ import json
 import struct
 import sys
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cal_cohort import Planted, write_csv, write_text
+from _cal_cohort import Planted, chat_completion, fixed_clock, write_csv, write_text
 
 NAME = "canonical-calls-recorder"
 SOURCE = (
@@ -134,14 +134,6 @@ def png(width: int, height: int, seed: int) -> bytes:
     )
 
 
-def _clock() -> Iterator[str]:
-    """Fixed, advancing timestamps for the Recorder (no wall clock)."""
-    second = 0
-    while True:
-        second += 2
-        yield f"2025-03-14T09:{second // 60 % 60:02d}:{second % 60:02d}.000Z"
-
-
 def _answer(call_key: str, structured: bool) -> str:
     digest = hashlib.sha256(call_key.encode()).digest()
     side = ("left", "right")[digest[0] % 2]
@@ -164,15 +156,7 @@ def _openai(state: dict[str, Any]) -> Callable[..., dict[str, Any]]:
             if key in state["empty"]
             else _answer(key + str(request["temperature"]), "FINDINGS" in str(request))
         )
-        rid = hashlib.sha256(key.encode()).hexdigest()[:24]
-        return {
-            "id": f"chatcmpl-{rid}",
-            "object": "chat.completion",
-            "model": MODELS["gpt"],
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-            ],
-        }
+        return chat_completion(key, MODELS["gpt"], text)
 
     return create
 
@@ -217,7 +201,7 @@ def _run(root: Path, plan: list[tuple[str, str, str, int]], flawed: bool) -> Non
 
     state: dict[str, Any] = {"empty": {EMPTY} if flawed else set()}
     send = {"gpt": _openai(state), "claude": _anthropic(state)}
-    clock = _clock()
+    clock = fixed_clock()
     with mock.patch.object(recorder_module, "_now", lambda: next(clock)):
         rec = recorder_module.Recorder(root / "calls.jsonl", outputs="outputs")
         calls = ([(SMOKE, "case001", "gpt-terse", 1)] if flawed else []) + plan
