@@ -38,8 +38,8 @@ def test_flawed_example_fails_the_gate_naming_four_violations(cli, flawed: Path)
     # other clauses' rules are skipped (not declared), so only the counts that matter are pinned
     assert re.search(r"gate: FAIL \(4 blocking rules violated\b.*; 4 violations\)", r.out), r.out
     expected = [
-        "output-duplicate-terminal: call/C003 [plan.csv:4]: call C003 has 2 terminal records with "
-        "different statuses; which one is the result is ambiguous",
+        "output-duplicate-terminal: call/C003 [plan.csv:4]: call C003 has 2 records logged ok; "
+        "which one is the result is ambiguous",
         "output-ok-without-output: record/calls.jsonl/C002/1 [calls.jsonl:2]: call C002 is logged ok "
         "but its output outputs/C002.txt is empty (0 bytes)",
         "output-planned-without-terminal: call/C004 [plan.csv:5]: planned call C004 (case study-2, "
@@ -174,7 +174,7 @@ def test_bad_contract_is_one_line_per_problem(cli, tmp_path: Path) -> None:
     assert r.code == 2
     assert r.err.splitlines() == [
         f"provgraph: error: {root / 'provgraph.toml'}:4: project.colour: unknown key 'colour' in "
-        "[project] (allowed: base_iri, description, name, version)"
+        "[project] (allowed: base_iri, description, name, strict, version)"
     ]
     assert "Traceback" not in r.err
 
@@ -290,7 +290,9 @@ def test_init_creates_a_bundle(cli, tmp_path: Path) -> None:
     assert cli("init", str(folder)).code == 0  # idempotent, never overwrites
     assert "already exists" in cli("init", str(folder)).out
     assert cli("-C", str(folder), "ingest").code == 0
-    assert cli("-C", str(folder), "check").code == 0
+    # a fresh contract puts no clause in force: the gate is EMPTY, no pass, and says what to add
+    r = cli("-C", str(folder), "check")
+    assert r.code == 1 and "gate: EMPTY (no rule ran" in r.out and "[plan], [cohort]" in r.out
 
 
 def test_every_command_is_tested() -> None:

@@ -218,8 +218,9 @@ def test_image_identity_from_call_hashes(tmp_path: Path) -> None:
     (root / "calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls))
     assert fired(root, "pixel-image-without-rendering") == [
         (
-            "record/calls.jsonl/C4/1",
-            "call C4 is logged ok but names no input image, so its pixels cannot be traced",
+            "call/C4",
+            "call C4 was answered, but neither its request nor any of its records names an image "
+            "(no path, no sha256), so its pixels cannot be traced",
         )
     ]
     assert fired(root, "pixel-rendered-hash-mismatch") == [

@@ -29,7 +29,7 @@ def test_valid_contract_gets_defaults(tmp_path: Path) -> None:
     c = load_contract(write(tmp_path, GOOD))
     assert c.name == "pilot"
     assert c.base_iri == "https://example.org/pilot/"
-    assert c.section("plan") == {"replicates": 2, "file": "plan.csv"}
+    assert c.section("plan") == {"replicates": 2, "file": "plan.csv", "accept_statuses": []}
     assert c.clauses() == ["output"]
     assert len(c.sha256) == 64
 
@@ -51,7 +51,7 @@ def test_unknown_key_in_section(tmp_path: Path) -> None:
     err = error_for(tmp_path, GOOD + "fiel = 'plan.csv'\n")
     assert err.line == 7
     assert err.key == "plan.fiel"
-    assert "unknown key 'fiel' in [plan] (allowed: cases, conditions, decoding, file, replicates)" in str(err)
+    assert "unknown key 'fiel' in [plan] (allowed: accept_statuses, cases, conditions, decoding, file, replicates)" in str(err)
 
 
 def test_wrong_type(tmp_path: Path) -> None:
