@@ -40,11 +40,13 @@ def record(
     finish: str | None = "stop",
     attempt: int = 1,
     error: str | None = None,
+    capture: str = "request",
 ) -> dict[str, Any]:
     """One canonical call record, as a recorder writes it at the request boundary.
 
     ``output`` is a bundle-relative file already written (its hash and size are taken from the
-    bytes on disk); ``models`` is (requested, resolved)."""
+    bytes on disk); ``models`` is (requested, resolved); ``capture`` is where the harness took
+    the logged prompt from (``request``: the bytes sent; ``config``, ``constant``...)."""
     started, ended = next(times), next(times)
     line: dict[str, Any] = {
         "call_id": call_id,
@@ -56,7 +58,7 @@ def record(
         "resolved_model": models[1],
         "prompt": prompt,
         "prompt_sha256": prompt_sha256(prompt["system"], prompt["user"]),
-        "prompt_source": "request",
+        "prompt_source": capture,
         "decoding": decoding,
     }
     if finish is not None:
