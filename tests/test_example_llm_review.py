@@ -77,7 +77,12 @@ def test_flawed_twin_fails_with_its_planted_defects(flawed: Bundle) -> None:
     fired = flawed.fired()
     assert {clause: sorted(rules) for clause, rules in fired.items()} == {
         "model": ["model-alias-unresolved"],
-        "output": ["output-error-with-verdict", "output-selected-run-without-results"],
+        # the failed call's final state is also a non-success the protocol does not accept
+        "output": [
+            "output-call-not-successful",
+            "output-error-with-verdict",
+            "output-selected-run-without-results",
+        ],
         "analysis": ["analysis-reported-differs"],
         "release": ["release-stale-value"],
     }

@@ -59,7 +59,8 @@ _P = f"PREFIX pg: <{PG_NS}>\n"
 # One query per kind of evidence: a node pointing at the call (request or record) and one value.
 _EVIDENCE = {
     "image": "SELECT ?call ?v WHERE { ?n pg:forCall ?call ; pg:imageSha256 ?v }",
-    "file": "SELECT ?call ?f ?v WHERE { ?n pg:forCall ?call ; pg:inputImage ?f OPTIONAL { ?f pg:sha256 ?v } }",
+    "file": "SELECT ?call ?f ?v WHERE { ?n pg:forCall ?call ; pg:inputImage ?f "
+    "OPTIONAL { ?f pg:sha256 ?v } }",
     "prompt": "SELECT ?call ?v WHERE { ?n pg:forCall ?call ; pg:promptSha256 ?v }",
     "id": "SELECT DISTINCT ?call ?v WHERE { ?n pg:forCall ?call ; pg:callId ?v }",
 }

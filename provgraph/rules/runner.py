@@ -4,10 +4,10 @@ Fail closed: a rule whose query does not run, whose result lacks ``?focus``/``?m
 whose required evidence is absent from the graph counts as an error, and an error blocks the
 gate whatever the rule's severity. A rule that does not apply to the benchmark as its contract
 describes it (header ``applies:``) is *not applicable*: neither a pass nor a failure. A check
-in which no rule ran at all is *empty*, and an empty gate does not pass. A store that stops answering (a server that is down, dies
-or times out) ends the whole check with :class:`~provgraph.errors.StoreUnavailable`: no
-report is produced, so nothing can read as a pass. Rules of clauses the contract does not declare are
-skipped unless asked for by name.
+in which no rule ran at all is *empty*, and an empty gate does not pass. A store that stops
+answering (a server that is down, dies or times out) ends the whole check with
+:class:`~provgraph.errors.StoreUnavailable`: no report is produced, so nothing can read as a
+pass. Rules of clauses the contract does not declare are skipped unless asked for by name.
 """
 
 from __future__ import annotations
