@@ -114,7 +114,11 @@ def test_split_rules_read_the_manifest(tmp_path: Path) -> None:
         ("cohort-entry/s1", "case s1 is in split validate according to the cohort manifest; allowed: test")
     ]
     assert fired(root, "cohort-split-not-recorded") == [
-        ("cohort-entry/s2", "case s2 is included but the cohort manifest records no split")
+        (
+            "cohort-entry/s2",
+            "case s2 is included but neither the cohort manifest nor an official split table records "
+            "its split",
+        )
     ]
 
 
@@ -130,9 +134,119 @@ def test_views(tmp_path: Path) -> None:
     none = write_bundle(tmp_path / "none", {"cohort.csv": bare, "plan.csv": PLAN}, cohort())
     assert fired(none, "cohort-view-undocumented")[0] == (
         "cohort-entry/s1",
-        "case s1: no view position is recorded for it (no manifest view, no rendered DICOM); a blank view "
-        "is undocumented, not an allowed view",
+        "case s1: no view position is recorded for it (no manifest view, no image in a metadata table, no "
+        "rendered DICOM); a blank view is undocumented, not an allowed view",
     )
+
+
+#: the official MIMIC-CXR tables (PhysioNet's columns): study, subject, split, views of its images
+MIMIC = (
+    ("s1", "1", "test", ("PA", "LATERAL")),  # frontal with its lateral companion
+    ("s2", "2", "test", ("LL",)),  # lateral only
+    ("s3", "3", "test", ("", "LATERAL")),  # a blank image beside a lateral: might be the frontal
+    ("s4", "1", "train", ("AP",)),  # patient 1 again, in another split
+    ("s5", "5", "test", ("AP",)),
+)
+
+
+def mimic_tables(rows=MIMIC) -> dict[str, str]:
+    images = [(f"{s}-{i}", subject, study, split, view) for study, subject, split, views in rows
+              for i, view in enumerate(views) for s in [study]]  # fmt: skip
+    return {
+        "mimic-cxr-2.0.0-metadata.csv": "dicom_id,subject_id,study_id,ViewPosition\n"
+        + "".join(f"{d},{subject},{study},{view}\n" for d, subject, study, _, view in images),
+        "mimic-cxr-2.0.0-split.csv": "dicom_id,study_id,subject_id,split\n"
+        + "".join(f"{d},{study},{subject},{split}\n" for d, subject, study, split, _ in images),
+    }
+
+
+def test_split_and_view_from_the_official_tables_when_the_manifest_omits_them(tmp_path: Path) -> None:
+    # a cohort-only bundle: the manifest records case, patient and inclusion, nothing else
+    rows = "".join(f"{s},{p},include\n" for s, p, _, _ in MIMIC) + "s6,6,include\n"
+    files = {"cohort.csv": "case_key,patient_key,inclusion\n" + rows, **mimic_tables()}
+    root = write_bundle(tmp_path / "b", files, cohort(policy="clustered"))
+    # s6 is in no table; the others' split comes from the official split table
+    assert fired(root, "cohort-split-not-recorded") == [
+        (
+            "cohort-entry/s6",
+            "case s6 is included but neither the cohort manifest nor an official split table records "
+            "its split",
+        )
+    ]
+    assert foci(root, "cohort-split-not-allowed") == ["cohort-entry/s4"]
+    two = fired(root, "cohort-patient-in-two-splits")
+    assert [f for f, _ in two] == ["cohort-entry/s1", "cohort-entry/s4"]
+    assert two[0][1].startswith("case s1 is in split test according to the official split table but its")
+    # a study is frontal when one of its images is (s1); lateral only fails (s2)
+    assert fired(root, "cohort-view-not-allowed") == [
+        (
+            "cohort-entry/s2",
+            "case s2 has no image of an allowed view: the metadata table mimic-cxr-2.0.0-metadata.csv "
+            "lists LL for its 1 image(s); allowed: AP, PA",
+        )
+    ]
+    # a blank image with no allowed one is undocumented (s3); s6 has no view anywhere
+    undocumented = fired(root, "cohort-view-undocumented")
+    assert [f for f, _ in undocumented] == ["cohort-entry/s3", "cohort-entry/s6"]
+    assert undocumented[0][1].startswith("case s3: the metadata table mimic-cxr-2.0.0-metadata.csv lists ")
+    assert "for its 2 image(s), none of an allowed view" in undocumented[0][1]
+    lenient = write_bundle(tmp_path / "lenient", files, cohort(policy="clustered", blank=True))
+    assert foci(lenient, "cohort-view-undocumented") == []
+
+
+def test_manifest_split_against_the_official_table(tmp_path: Path) -> None:
+    # the manifest's split stands (s4 test, so patient 1 sits in one split); the table's
+    # disagreement is a documented mismatch
+    rows = "".join(f"{s},{p},test,,include\n" for s, p, _, _ in MIMIC)
+    files = {"cohort.csv": "case_key,patient_key,split,view,inclusion\n" + rows, **mimic_tables()}
+    root = write_bundle(tmp_path / "b", files, cohort(policy="clustered"))
+    assert fired(root, "cohort-split-not-recorded") == [
+        (
+            "cohort-entry/s4",
+            "case s4 is in split test according to the cohort manifest but the official split table "
+            "lists train",
+        )
+    ]
+    assert foci(root, "cohort-patient-in-two-splits") == []
+    assert fired(root, "cohort-split-not-allowed") == [
+        (
+            "cohort-entry/s4",
+            "case s4 is in split train according to the split table mimic-cxr-2.0.0-split.csv; allowed: test",
+        )
+    ]
+    # a blank manifest view is filled in by the metadata table's frontal image (s1, s4, s5)
+    assert foci(root, "cohort-view-undocumented") == ["cohort-entry/s2", "cohort-entry/s3"]
+
+
+def test_the_rendered_dicom_decides_over_the_metadata_table(tmp_path: Path) -> None:
+    # the metadata table lists only s2's lateral, but its calls sent a rendered PA DICOM (it
+    # passes); s1's table lists a PA, but its calls sent its lateral (it fails)
+    calls = "".join(
+        json.dumps({"call_id": c, "status": "ok", "image": f"png/{s}.png"}) + "\n"
+        for c, s in (("C1", "s1"), ("C2", "s1"), ("C3", "s2"), ("C4", "s2"))
+    )
+    tables = mimic_tables(MIMIC[:2])
+    files = {"cohort.csv": manifest("s1,1,test,,include", "s2,2,test,,include"), "plan.csv": PLAN,
+             "calls.jsonl": calls, **tables}  # fmt: skip
+    root = write_bundle(tmp_path / "b", files, cohort())
+    build(
+        root,
+        {
+            "dicom": [
+                {"path": "dicom/s1.dcm", "patient": "1", "view": "LATERAL"},
+                {"path": "dicom/s2.dcm", "patient": "2", "view": "PA", "seed": 3},
+            ],
+            "render": [
+                {"source": "dicom/s1.dcm", "image": "png/s1.png"},
+                {"source": "dicom/s2.dcm", "image": "png/s2.png"},
+            ],
+        },
+    )
+    (only,) = fired(root, "cohort-view-not-allowed")
+    assert only[0] == "cohort-entry/s1"
+    assert "has view LATERAL according to the header of dicom/s1.dcm" in only[1]
+    # both headers document a view, so neither blank manifest view is undocumented
+    assert foci(root, "cohort-view-undocumented") == []
 
 
 def test_case_not_in_cohort_names_absent_and_excluded(tmp_path: Path) -> None:

@@ -85,7 +85,9 @@ def test_selector_admitted_test_and_validate_and_the_split_was_not_retained(flaw
     splits = {r["split"]: int(r["n"]) for r in rows}
     assert set(splits) == {"test", "validate"} and sum(splits.values()) == 30
     assert flawed.count("SELECT (COUNT(?e) AS ?n) WHERE { ?e a pg:CohortEntry ; pg:split ?s }") == 0
-    assert len(flawed.fired()["cohort"]["cohort-split-not-recorded"]) == 30
+    # the official split table still names each study's split: what fails is the validate
+    # studies it lists, not a missing split
+    assert "cohort-split-not-recorded" not in flawed.fired()["cohort"]
     assert len(flawed.fired()["cohort"]["cohort-split-not-allowed"]) == splits["validate"]
 
 
@@ -214,7 +216,6 @@ def test_flawed_twin_fails_with_the_expected_classes_per_clause(flawed: Bundle) 
         "cohort": [
             "cohort-repeated-patient",
             "cohort-split-not-allowed",
-            "cohort-split-not-recorded",
             "cohort-view-not-allowed",
             "cohort-view-undocumented",
         ],
