@@ -320,6 +320,40 @@ def test_git_commits_and_tags_with_blobs(tmp_path: Path) -> None:
     assert {r.rel: r.outcome for r in again}["upstream"] == "imported"
 
 
+def test_texts_at_the_release_tag_are_released_texts_older_tags_are_not(tmp_path: Path) -> None:
+    contract = RELEASE.replace("[release]\n", '[release]\nversion = "1.1"\n') + (
+        'texts = ["README.md"]\n\n[[release.values]]\nname = "q"\nvalue = "182.29"\n\n'
+        '[[release.values]]\nname = "q"\nvalue = "154.73"\nstatus = "superseded"\n'
+    )
+    root = write_bundle(tmp_path / "b", {}, contract)
+    repo = root / "paper"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "README.md").write_text("# Paper\nQ = 154.73\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "submitted")
+    git(repo, "tag", "-a", "v1.0", "-m", "1.0: then current")  # historic: its Q is legitimate
+    (repo / "notes.tex").write_text("x\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "camera-ready, README not corrected")
+    git(repo, "tag", "v1.1")  # the release [release].version names
+    (repo / "README.md").write_text("# Paper\nQ = 182.29\n")
+    git(repo, "commit", "-q", "-am", "after the release")
+    store, _, _ = ingest_bundle(root)
+    report = run_gate(store, load_rules(), explicit=True, record=False)
+    (result,) = [r for r in report.results if r.rule.id == "release-stale-value"]
+    assert [(v.focus.removeprefix("https://example.org/t/"), v.message) for v in result.violations] == [
+        (
+            "claim/git/paper/v1.1/README.md/2/154.73/1",
+            "paper/README.md@v1.1 line 2 writes 154.73, a superseded value of q (current: 182.29)",
+        )
+    ]
+    claims = store.select(PG + "SELECT ?c WHERE { ?c a pg:Claim }")
+    assert sorted(r["c"].value.split("/t/")[1] for r in claims) == [
+        "claim/git/paper/v1.1/README.md/2/154.73/1"
+    ]
+
+
 def test_version_numbers_inside_registry_names_are_not_claims(tmp_path: Path) -> None:
     contract = RELEASE + '\n[[release.entities]]\nkey = "claude"\ncanonical = "Claude 3.5 Sonnet"\n'
     contract += 'variants = ["Claude 3 Sonnet"]\n'
