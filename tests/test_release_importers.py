@@ -354,6 +354,20 @@ def test_texts_at_the_release_tag_are_released_texts_older_tags_are_not(tmp_path
     ]
 
 
+def test_a_bundle_root_that_is_a_repository_is_read_when_the_contract_names_it(tmp_path: Path) -> None:
+    contract = RELEASE + '\n[ingest]\nimporters = { "." = "git" }\n'
+    root = write_bundle(tmp_path / "b", {"README.md": "hi\n"}, contract)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    store, results, _ = ingest_bundle(root)
+    assert {r.rel: r.importer for r in results if r.rel in (".", "README.md")} == {
+        ".": "git",
+        "README.md": "texts",
+    }
+    assert len(store.select(PG + "SELECT ?c WHERE { ?c a pg:Commit }")) == 1
+
+
 def test_version_numbers_inside_registry_names_are_not_claims(tmp_path: Path) -> None:
     contract = RELEASE + '\n[[release.entities]]\nkey = "claude"\ncanonical = "Claude 3.5 Sonnet"\n'
     contract += 'variants = ["Claude 3 Sonnet"]\n'

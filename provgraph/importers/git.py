@@ -12,8 +12,10 @@ claims and mentions like any text, keyed ``git/<repository>/<tag>/<path>`` and w
 ``<version>``, of ``[release].version``; with no version, or no such tag, no tag is read as
 released (older tags are historic states: a value later superseded is legitimate there).
 
-A folder is a repository when it holds ``.git`` (or is a bare repository). The bundle root
-itself is never walked as a source; import it with ``provgraph ingest --importer git .``.
+A folder is a repository when it holds ``.git`` (or is a bare repository). The bundle root is
+never detected as one (it holds the contract and the working tree, planned file by file); name
+it in the contract, ``[ingest].importers = { "." = "git" }`` (or once, ``provgraph ingest
+--importer git .``), and its history is read besides its files.
 """
 
 from __future__ import annotations
