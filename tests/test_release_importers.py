@@ -90,8 +90,83 @@ def test_dvc_lock_md5_mismatch_and_directory_hash(tmp_path: Path) -> None:
     store, _, _ = ingest_bundle(write_bundle(tmp_path / "b", files, RELEASE))
     assert sorted(stale(store)) == [
         "fig.png is stale: its input data.csv no longer matches the recorded md5 (build record dvc.lock:3)",
-        "t.csv is stale: its input folder raw has only a directory hash, which cannot be checked; "
-        "list its files (build record dvc.lock:15)",
+        "t.csv is stale: the files of its input folder raw no longer hash to the recorded .dir md5 "
+        "(one was added, removed or changed since the build; DVC's cached listing "
+        ".dvc/cache/files/md5/ab/c.dir, which would say which, is not in the bundle) "
+        "(build record dvc.lock:15)",
+    ]
+
+
+def dir_md5(files: dict[str, bytes]) -> tuple[str, bytes]:
+    """DVC's .dir hash of a folder's files, and the listing it is the md5 of."""
+    listing = [{"md5": md5(files[name]), "relpath": name} for name in sorted(files)]
+    data = json.dumps(listing, sort_keys=True).encode()
+    return md5(data) + ".dir", data
+
+
+FOLDER_RELEASE = RELEASE + 'derived = ["out/*"]\n'
+FOLDER_FILES = {"a.csv": b"x,1\n", "sub/b.csv": b"y,2\n"}
+
+
+def folder_bundle(tmp_path: Path, cache: str | None = None) -> Path:
+    """A stage reading folder raw/ and writing folder out/ (both .dir), files as recorded."""
+    digest, listing = dir_md5(FOLDER_FILES)
+    lock = (
+        "schema: '2.0'\nstages:\n  split:\n    cmd: python split.py raw out\n    deps:\n"
+        f"    - path: raw\n      hash: md5\n      md5: {digest}\n      nfiles: 2\n"
+        f"    - path: split.py\n      md5: {SCRIPT_MD5}\n"
+        f"    outs:\n    - path: out\n      hash: md5\n      md5: {digest}\n      nfiles: 2\n"
+    )
+    files = {"split.py": "print()\n", "dvc.lock": lock}
+    for name, data in FOLDER_FILES.items():
+        files[f"raw/{name}"] = files[f"out/{name}"] = data.decode()
+    if cache:
+        d = digest.removesuffix(".dir")
+        files[cache.format(d[:2], d[2:])] = listing.decode()
+    return write_bundle(tmp_path / "b", files, FOLDER_RELEASE)
+
+
+def derived(store) -> list[str]:
+    report = run_gate(store, load_rules(), explicit=True, record=False)
+    (result,) = [r for r in report.results if r.rule.id == "release-derived-without-build"]
+    return sorted(v.message for v in result.violations)
+
+
+def test_dvc_folder_dep_and_out_are_checked_file_by_file(tmp_path: Path) -> None:
+    # a sound stage reading and writing folders: every file hashes to the recorded .dir md5
+    root = folder_bundle(tmp_path)
+    store, _, _ = ingest_bundle(root)
+    assert stale(store) == [] and derived(store) == []
+    built = store.select(PG + "SELECT ?p WHERE { ?f prov:wasGeneratedBy ?b ; pg:path ?p }")
+    assert sorted(r["p"].value for r in built) == ["out/a.csv", "out/sub/b.csv"]
+    # an output file edited after that import: the sha256 it was verified at names it
+    (root / "out/a.csv").write_text("x,9\n")
+    assert derived(ingest_bundle(root, store).store) == [
+        "out/a.csv differs from the bytes its build recorded in dvc.lock (edited after the build, "
+        "or built by something else)"
+    ]
+    # imported afresh, with no cached listing: the folder is named as changed, not unbuilt
+    store, _, _ = ingest_bundle(root)
+    listing = ".dvc/cache/files/md5/" + dir_md5(FOLDER_FILES)[0][:2]
+    messages = derived(store)
+    assert [m.split(" is in the folder ")[0] for m in messages] == ["out/a.csv", "out/sub/b.csv"]
+    assert all("which one cannot be told without DVC's cached listing (" + listing in m for m in messages)
+
+
+@pytest.mark.parametrize("cache", [".dvc/cache/files/md5/{}/{}.dir", ".dvc/cache/{}/{}.dir"])
+def test_dvc_folder_with_cached_listing_names_the_changed_file(tmp_path: Path, cache: str) -> None:
+    root = folder_bundle(tmp_path, cache)
+    (root / "out/a.csv").write_text("x,9\n")
+    (root / "raw/sub/b.csv").write_text("y,9\n")
+    store, _, _ = ingest_bundle(root)
+    assert derived(store) == [
+        "out/a.csv differs from the bytes its build recorded in dvc.lock (edited after the build, "
+        "or built by something else)"
+    ]
+    assert sorted(stale(store)) == [
+        f"out/{name} is stale: its input raw/sub/b.csv no longer matches the recorded md5 "
+        "(build record dvc.lock:3)"
+        for name in ("a.csv", "sub/b.csv")
     ]
 
 
@@ -243,6 +318,54 @@ def test_git_commits_and_tags_with_blobs(tmp_path: Path) -> None:
     git(repo, "commit", "-q", "-am", "drop notes")
     _, again, _ = ingest_bundle(root, store)
     assert {r.rel: r.outcome for r in again}["upstream"] == "imported"
+
+
+def test_texts_at_the_release_tag_are_released_texts_older_tags_are_not(tmp_path: Path) -> None:
+    contract = RELEASE.replace("[release]\n", '[release]\nversion = "1.1"\n') + (
+        'texts = ["README.md"]\n\n[[release.values]]\nname = "q"\nvalue = "182.29"\n\n'
+        '[[release.values]]\nname = "q"\nvalue = "154.73"\nstatus = "superseded"\n'
+    )
+    root = write_bundle(tmp_path / "b", {}, contract)
+    repo = root / "paper"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "README.md").write_text("# Paper\nQ = 154.73\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "submitted")
+    git(repo, "tag", "-a", "v1.0", "-m", "1.0: then current")  # historic: its Q is legitimate
+    (repo / "notes.tex").write_text("x\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "camera-ready, README not corrected")
+    git(repo, "tag", "v1.1")  # the release [release].version names
+    (repo / "README.md").write_text("# Paper\nQ = 182.29\n")
+    git(repo, "commit", "-q", "-am", "after the release")
+    store, _, _ = ingest_bundle(root)
+    report = run_gate(store, load_rules(), explicit=True, record=False)
+    (result,) = [r for r in report.results if r.rule.id == "release-stale-value"]
+    assert [(v.focus.removeprefix("https://example.org/t/"), v.message) for v in result.violations] == [
+        (
+            "claim/git/paper/v1.1/README.md/2/154.73/1",
+            "paper/README.md@v1.1 line 2 writes 154.73, a superseded value of q (current: 182.29)",
+        )
+    ]
+    claims = store.select(PG + "SELECT ?c WHERE { ?c a pg:Claim }")
+    assert sorted(r["c"].value.split("/t/")[1] for r in claims) == [
+        "claim/git/paper/v1.1/README.md/2/154.73/1"
+    ]
+
+
+def test_a_bundle_root_that_is_a_repository_is_read_when_the_contract_names_it(tmp_path: Path) -> None:
+    contract = RELEASE + '\n[ingest]\nimporters = { "." = "git" }\n'
+    root = write_bundle(tmp_path / "b", {"README.md": "hi\n"}, contract)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    store, results, _ = ingest_bundle(root)
+    assert {r.rel: r.importer for r in results if r.rel in (".", "README.md")} == {
+        ".": "git",
+        "README.md": "texts",
+    }
+    assert len(store.select(PG + "SELECT ?c WHERE { ?c a pg:Commit }")) == 1
 
 
 def test_version_numbers_inside_registry_names_are_not_claims(tmp_path: Path) -> None:

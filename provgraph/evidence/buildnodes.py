@@ -10,6 +10,14 @@ equals the recorded one, the current SHA-256 *is* the recorded file's SHA-256 an
 as ``pg:recordedSha256``; when it differs (or the file is missing) no recorded SHA-256 exists
 and the input is stale. (Changing only the input later is still caught: the translated hash
 no longer equals the file's current SHA-256.)
+
+A folder dep or out (dvc's ``.dir`` md5) is written as one node per file in it
+(:mod:`provgraph.evidence.dvcdir` says what the build recorded for each): every file under a
+folder output ``prov:wasGeneratedBy`` the build, and is checked against its recorded md5 like a
+file output. When the folder changed since the build and the bundle lacks the cached ``.dir``
+listing, each file gets a node with the folder's hash (``pg:hashAlgorithm "md5-dir"``,
+``pg:inFolder``, ``pg:listingPath``): the release rules report the folder as changed, not the file
+as unbuilt.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from provgraph.evidence.dvcdir import folder_listing
 from provgraph.rdf.terms import IRI
 from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
 
@@ -100,24 +109,43 @@ def write_build(
     add(build, PG.sourceFile, ctx.source_iri)
     add(build, PG.sourceLine, line)
     roles = [("input", i) for i in inputs] + ([("script", script)] if script else [])
-    for role, item in roles:
-        rel = _bundle_rel(ctx, base, item.path)
-        file_node = ctx.file_iri(rel) if rel else ctx.iri("external", item.path)
-        node = ctx.iri("build-input", ctx.source.rel, key, item.path)
-        add(node, RDF_TYPE, PG.BuildInput)
-        add(node, PG.build, build)
-        add(node, PG.role, role)
-        add(node, PG.file, file_node)
-        _describe(ctx, node, item, rel)
-        add(build, PG.script if role == "script" else PROV.used, file_node)
-    for item in outputs:
-        rel = _bundle_rel(ctx, base, item.path)
-        file_node = ctx.file_iri(rel) if rel else ctx.iri("external", item.path)
-        node = ctx.iri("build-output", ctx.source.rel, key, item.path)
-        add(node, RDF_TYPE, PG.BuildOutput)
-        add(node, PG.build, build)
-        add(node, PG.role, "output")
-        add(node, PG.file, file_node)
-        _describe(ctx, node, item, rel)
-        add(file_node, PROV.wasGeneratedBy, build)
+    roles += [("output", o) for o in outputs]
+    for role, listed in roles:
+        for item, rel, folder in _files_of(ctx, base, listed):
+            file_node = ctx.file_iri(rel) if rel else ctx.iri("external", item.path)
+            kind = "build-output" if role == "output" else "build-input"
+            node = ctx.iri(kind, ctx.source.rel, key, item.path)
+            add(node, RDF_TYPE, PG.BuildOutput if role == "output" else PG.BuildInput)
+            add(node, PG.build, build)
+            add(node, PG.role, role)
+            add(node, PG.file, file_node)
+            _describe(ctx, node, item, rel)
+            if folder is not None:
+                add(node, PG.inFolder, folder[0])
+                add(node, PG.listingPath, folder[1])
+            if role == "output":
+                add(file_node, PROV.wasGeneratedBy, build)
+            else:
+                add(build, PG.script if role == "script" else PROV.used, file_node)
     return build
+
+
+def _files_of(
+    ctx: ImportContext, base: str, item: Recorded
+) -> list[tuple[Recorded, str | None, tuple[str, str] | None]]:
+    """The recorded files an entry stands for: itself, or each file of a folder (``.dir``).
+
+    Each comes with its bundle path and, for a file of a folder whose build listing is unknown
+    (the folder changed and the cached listing is absent), (folder, where the listing was looked
+    for). A file of a known listing is a plain file record with the md5 the listing gives it."""
+    rel = _bundle_rel(ctx, base, item.path)
+    if not (item.md5 and item.md5.endswith(".dir")) or rel is None or not ctx.bundle.resolve(rel).is_dir():
+        return [(item, rel, None)]
+    found = folder_listing(ctx.bundle.root, base, rel, item.md5)
+    if found.members is None:
+        # Which file changed cannot be told: every file now there carries the folder's hash.
+        where = (rel, found.cache_path)
+        return [(Recorded(path, md5=item.md5), path, where) for path in found.present] or [(item, rel, where)]
+    # A file the listing names is the build's (a missing one is an input "not in the bundle");
+    # a file the listing does not name is no output of this build.
+    return [(Recorded(path, md5=md5), path, None) for path, md5 in sorted(found.members.items())]

@@ -37,6 +37,10 @@ def _recorded(item: Any) -> Recorded | str:
     return Recorded(item["path"], None, str(md5) if md5 else None, size if isinstance(size, int) else None)
 
 
+def _is_dir(item: Recorded) -> bool:
+    return bool(item.md5 and item.md5.endswith(".dir"))
+
+
 class DvcLockImporter(Importer):
     name = "dvclock"
     version = "1"
@@ -89,7 +93,8 @@ class DvcLockImporter(Importer):
                 words = set(shlex.split(cmd))
             except ValueError:
                 words = set(cmd.split())
-            script = next((d for d in deps if d.path in words), None)
+            # a folder (.dir) named in the command is data it reads, not the script it runs
+            script = next((d for d in deps if d.path in words and not _is_dir(d)), None)
             inputs = [d for d in deps if d is not script]
             write_build(ctx, str(name), line, base, inputs, outs, script, cmd, stage.get("params"))
             ctx.record()

@@ -5,8 +5,17 @@ Each commit becomes a ``pg:Commit`` (id, commit time, parents) holding its tree 
 unchanged between commits is one node. Tags point at the commit they name (annotated tags
 are peeled). Author names and e-mail addresses are never read. Uses the ``git`` program.
 
-A folder is a repository when it holds ``.git`` (or is a bare repository). The bundle root
-itself is never walked as a source; import it with ``provgraph ingest --importer git .``.
+The tree of the *release tag* is released text: its files that ``[release].texts`` matches
+(by their path in the repository, as archive members are, or by their bundle path) are read for
+claims and mentions like any text, keyed ``git/<repository>/<tag>/<path>`` and with the
+``pg:path`` ``<repository>/<path>@<tag>``. The release tag is ``v<version>``, else
+``<version>``, of ``[release].version``; with no version, or no such tag, no tag is read as
+released (older tags are historic states: a value later superseded is legitimate there).
+
+A folder is a repository when it holds ``.git`` (or is a bare repository). The bundle root is
+never detected as one (it holds the contract and the working tree, planned file by file); name
+it in the contract, ``[ingest].importers = { "." = "git" }`` (or once, ``provgraph ingest
+--importer git .``), and its history is read besides its files.
 """
 
 from __future__ import annotations
@@ -14,10 +23,14 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+import posixpath
 import shutil
 import subprocess
 from pathlib import Path
 
+from provgraph.evidence.claimnodes import emit_text, is_latex
+from provgraph.evidence.claims import Registry
+from provgraph.evidence.patterns import matcher
 from provgraph.ingest.api import (
     CERTAIN,
     LIKELY,
@@ -31,6 +44,9 @@ from provgraph.ingest.api import (
     MissingExtraError,
     Source,
 )
+
+#: Texts at the release tag larger than this are hashed but not read for claims.
+MAX_TEXT_BYTES = 32 << 20
 
 
 def _git(repo: Path, *args: str, data: bytes | None = None) -> bytes:
@@ -67,6 +83,7 @@ class GitImporter(Importer):
     version = "1"
     description = "git repositories: commits and tags as release states with the file blobs at each"
     handles = "directory"
+    uses_sections = ("release",)
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         return is_repository(path)
@@ -101,8 +118,13 @@ class GitImporter(Importer):
                 if kind == "blob":
                     items.append((name.decode("utf-8", errors="surrogateescape"), blob))
             trees[sha] = items
+        tags = _git(
+            path, "for-each-ref", "refs/tags", "--format=%(refname:short)%00%(objectname)%00%(*objectname)"
+        )
+        tag_list = [line.split("\x00") for line in tags.decode().splitlines()]
+        release = _release_texts(ctx, source, {n: p or o for n, o, p in tag_list}, trees)
         blobs = sorted({blob for items in trees.values() for _, blob in items})
-        digests = _blob_digests(path, blobs)
+        digests, contents = _blob_digests(path, blobs, {blob for _, blob in release[1]})
         for sha, parents, when in commits:
             node = ctx.iri("commit", source.rel, sha)
             add(node, RDF_TYPE, PG.Commit)
@@ -125,25 +147,63 @@ class GitImporter(Importer):
                     add(entry, PG.repository, repo)
                 add(node, PG.containsMember, entries[key])
             ctx.record()
-        tags = _git(
-            path, "for-each-ref", "refs/tags", "--format=%(refname:short)%00%(objectname)%00%(*objectname)"
-        )
-        for line in tags.decode().splitlines():
-            name, obj, peeled = line.split("\x00")
+        for name, obj, peeled in tag_list:
             tag = ctx.iri("tag", source.rel, name)
             add(tag, RDF_TYPE, PG.Tag)
             add(tag, PG.name, name)
             add(tag, PG.repository, repo)
             add(tag, PG.tagOf, ctx.iri("commit", source.rel, peeled or obj))
             ctx.record()
+        tag_name, texts = release
+        registry = Registry(ctx.bundle.contract.section("release"))
+        repo_parts = [] if source.rel == "." else source.rel.split("/")
+        for name, blob in texts:
+            if blob not in contents:
+                continue  # larger than MAX_TEXT_BYTES: hashed, not read
+            entry = entries[(name, blob)]
+            add(entry, PG.path, "/".join([*repo_parts, name]) + f"@{tag_name}")
+            text = contents[blob].decode("utf-8-sig", errors="surrogateescape")
+            keys = ("git", *repo_parts, tag_name, *name.split("/"))
+            count = emit_text(
+                ctx, enumerate(text.splitlines(), start=1), entry, keys, is_latex(name), registry
+            )
+            for _ in range(count):
+                ctx.record()
 
 
-def _blob_digests(repo: Path, blobs: list[str]) -> dict[str, tuple[str, int]]:
-    """SHA-256 and size of each blob's bytes, read in one ``git cat-file --batch`` run."""
+def _release_texts(
+    ctx: ImportContext, source: Source, tags: dict[str, str], trees: dict[str, list[tuple[str, str]]]
+) -> tuple[str, list[tuple[str, str]]]:
+    """The release tag and the (path, blob) of each ``[release].texts`` file in its tree.
+
+    Only the tag ``[release].version`` names is the release: reading an older tag's texts as
+    released would report values that were current then and superseded since."""
+    section = ctx.bundle.contract.section("release") or {}
+    version = section.get("version")
+    texts = matcher(section.get("texts", [])) if section else None
+    if not version or texts is None:
+        return "", []
+    name = next((n for n in (f"v{version}", str(version)) if n in tags), None)
+    if name is None or tags[name] not in trees:
+        return "", []
+    found = [
+        (path, blob)
+        for path, blob in trees[tags[name]]
+        if texts.match(path) or texts.match(posixpath.join(source.rel, path))
+    ]
+    return name, found
+
+
+def _blob_digests(
+    repo: Path, blobs: list[str], keep: set[str] = frozenset()
+) -> tuple[dict[str, tuple[str, int]], dict[str, bytes]]:
+    """SHA-256 and size of each blob's bytes, read in one ``git cat-file --batch`` run, and the
+    bytes of the blobs in ``keep`` (up to :data:`MAX_TEXT_BYTES` each)."""
     if not blobs:
-        return {}
+        return {}, {}
     raw = _git(repo, "cat-file", "--batch", data=("\n".join(blobs) + "\n").encode())
     found: dict[str, tuple[str, int]] = {}
+    kept: dict[str, bytes] = {}
     pos = 0
     for blob in blobs:
         end = raw.index(b"\n", pos)
@@ -151,5 +211,7 @@ def _blob_digests(repo: Path, blobs: list[str]) -> dict[str, tuple[str, int]]:
         size = int(header[2])
         content = raw[end + 1 : end + 1 + size]
         found[blob] = (hashlib.sha256(content).hexdigest(), size)
+        if blob in keep and size <= MAX_TEXT_BYTES:
+            kept[blob] = content
         pos = end + 1 + size + 1
-    return found
+    return found, kept

@@ -145,6 +145,26 @@ def _plan(
         return [(start, first)], problems
     claims, leftovers, _ = visit(start)
     claims += [(p, fallback) for p in leftovers]
+    if start == bundle.root:
+        claims += _root_source(bundle, overrides, problems)
     # The contract goes first: everything else is minted under its base IRI.
     claims.sort(key=lambda c: (c[1].name != "contract", bundle.relpath(c[0])))
     return claims, problems
+
+
+def _root_source(
+    bundle: Bundle, overrides: dict[str, str], problems: list[Problem]
+) -> list[tuple[Path, Importer]]:
+    """The bundle root as a source of the importer named for ``.`` (``--importer NAME .``, or
+    ``[ingest].importers = { "." = NAME }``), e.g. ``git`` for a bundle that is a repository.
+
+    It is read *besides* the root's files, which are planned as usual: the root holds the
+    contract and the working tree, which no folder importer reads for them (git reads history)."""
+    name = overrides.get(".") or bundle.importer_override(".")
+    if not name:
+        return []
+    try:
+        return [(bundle.root, choose_importer(bundle.root, bundle, name))]
+    except ImporterError as err:
+        problems.append(Problem(".", None, str(err).split(": ", 1)[-1]))
+        return []
