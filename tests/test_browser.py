@@ -134,7 +134,8 @@ def test_report_renders_in_chromium(cli, chromium: str, tmp_path: Path) -> None:
     from provgraph.rules import load_rules
 
     n = sum(r.clause == "output" for r in load_rules())
-    assert f"output in force {n} {n - 3} 3 0 0 5 FAIL" in gate  # 3 rules fired, 5 violations
+    # 4 rules fired, 6 violations (the failed call C001 is also a non-success final state)
+    assert f"output in force {n} {n - 4} 4 0 0 6 FAIL" in gate
     cohort = sum(r.clause == "cohort" for r in load_rules())
     assert f"cohort not declared {cohort} 0 0 0 {cohort} 0" in gate
     assert "2 nonempty" not in dom.text("panel-outputs")  # the generated bundle: 25 of 30

@@ -25,7 +25,7 @@ between conditions). This module derives, for every call node (``call/<id>``, wh
 ``pg:sentPromptSha256``
     the executed prompt hashes recorded for the call (request or record)
 ``pg:callId``
-    the call id its records give (also for a call no plan names)
+    the call id its records give, for a call no plan names (a planned call has its own)
 
 The view is recomputed when any imported graph changed (its fingerprint is theirs), like the
 statistics; :func:`provgraph.lineage.gate.run_gate` refreshes it before the rules run.
@@ -62,7 +62,9 @@ _EVIDENCE = {
     "file": "SELECT ?call ?f ?v WHERE { ?n pg:forCall ?call ; pg:inputImage ?f "
     "OPTIONAL { ?f pg:sha256 ?v } }",
     "prompt": "SELECT ?call ?v WHERE { ?n pg:forCall ?call ; pg:promptSha256 ?v }",
-    "id": "SELECT DISTINCT ?call ?v WHERE { ?n pg:forCall ?call ; pg:callId ?v }",
+    # a planned call has its id from the plan: only unplanned calls need one (no duplicates)
+    "id": "SELECT DISTINCT ?call ?v WHERE { ?n pg:forCall ?call ; pg:callId ?v "
+    "FILTER NOT EXISTS { ?call a pg:PlannedCall } }",
 }
 _RECORDS = """SELECT ?call ?rec ?status ?ended ?path ?line WHERE {
   ?rec a pg:CallRecord ; pg:forCall ?call .
@@ -137,7 +139,7 @@ def write_view(w: TripleWriter, calls: dict[str, CallEvidence]) -> None:
     add = w.add
     for iri, ev in sorted(calls.items()):
         call = IRI(iri)
-        for cid in sorted(ev.ids):  # unplanned calls have no plan node that names them
+        for cid in sorted(ev.ids):
             add(call, PG.callId, cid)
         if ev.records:
             add(call, PG.attemptCount, len(ev.records))
