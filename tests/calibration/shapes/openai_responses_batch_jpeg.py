@@ -235,7 +235,9 @@ def _output_line(rng: random.Random, cid: str, body: dict[str, Any], resolved: s
     }
 
 
-def _batch(root: Path, folder: str, calls: list[tuple[str, str]], images: dict[str, bytes], flawed: bool) -> None:
+def _batch(
+    root: Path, folder: str, calls: list[tuple[str, str]], images: dict[str, bytes], flawed: bool
+) -> None:
     """Write one batch's input, output and error files; ``calls`` are (condition, case)."""
     rng = random.Random(f"{folder}-{flawed}")
     retry = folder.endswith("02")
@@ -288,13 +290,19 @@ def generate(root: Path, twin: str) -> list[Planted]:
         escape_key(k) for k in ("batches/batch_02/output.jsonl", HOT_RETRY, "1")
     )
     return [
-        Planted("pixel-conditions-differ-in-image", f"case/{REENCODED[1]}", "mini checklist call sent a re-encoded JPEG"),
+        Planted(
+            "pixel-conditions-differ-in-image",
+            f"case/{REENCODED[1]}",
+            "mini checklist call sent a re-encoded JPEG",
+        ),
         Planted(
             "prompt-identical-across-conditions",
             "condition-pair/gpt41-checklist/gpt41-cot",
             "gpt-4.1 checklist condition sent the cot instructions",
         ),
         Planted("output-call-not-successful", f"call/{FILTERED}", "response incomplete on content_filter"),
-        Planted("model-several-snapshots", "model-spec/mini", "mini alias resolved to a new snapshot in batch 2"),
+        Planted(
+            "model-several-snapshots", "model-spec/mini", "mini alias resolved to a new snapshot in batch 2"
+        ),
         Planted("output-decoding-mismatch", retry_record, "re-submitted request ran with temperature 1"),
     ]
