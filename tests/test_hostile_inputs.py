@@ -186,3 +186,21 @@ def test_numbers_on_a_long_line_are_read_as_on_short_ones() -> None:
     one = [(n.text, n.label, n.n, n.numerator) for n in numbers(piece)]
     many = [(n.text, n.label, n.n, n.numerator) for n in numbers(piece * 2000)]
     assert many == one * 2000
+
+
+def test_a_registered_value_followed_by_a_fraction_on_one_line(tmp_path: Path) -> None:
+    """The texts importer crashed ("too many values to unpack") on a table row naming a model
+    whose registered percentage was followed by its k/n: the model-name spans were overwritten by
+    the registry names of the first number when two registry values share its text (found by a
+    holdout calibration shape)."""
+    contract = (
+        RELEASE
+        + 'texts = ["README.md"]\n\n[[release.values]]\nname = "accuracy_judge1"\nvalue = "100.0%"\n\n'
+        + '[[release.values]]\nname = "accuracy_judge2"\nvalue = "100.0%"\n\n'
+        + '[[release.entities]]\nkey = "llama"\ncanonical = "Llama 3.1 70B Instruct"\n'
+    )
+    text = "| Llama 3.1 70B Instruct | 100.0% (8/8) | 87.5% (7/8) |\n"
+    _, results, _ = ingest_bundle(write_bundle(tmp_path / "b", {"README.md": text}, contract))
+    (result,) = [r for r in results if r.rel == "README.md"]
+    assert result.outcome == "imported" and not result.problems, (result.error, result.problems)
+    assert result.records == 5  # the mention and four numbers

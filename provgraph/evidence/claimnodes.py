@@ -86,12 +86,12 @@ def emit_text(
             matched = registry.match(number)
             for value in matched:
                 add(node, PG.registryValue, ctx.iri("registry-value", value.name, normal_text(value.text)))
-            names = {v.name for v in matched}
+            stat_names = {v.name for v in matched}  # not ``names``: those spans serve the next number
             # A name written as "Q = ..." names the statistic; a table row's first cell does not.
             add(
                 node,
                 PG.statName,
-                names.pop() if len(names) == 1 else (number.label if number.relation else None),
+                stat_names.pop() if len(stat_names) == 1 else (number.label if number.relation else None),
             )
             for mention in mention_nodes:
                 add(node, PG.namedEntity, mention)
