@@ -31,9 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _holdout_e2e as h  # noqa: E402
+import _holdout_e2e as h
 
-from provgraph.evidence.identity import canonical_json, prompt_sha256  # noqa: E402
+from provgraph.evidence.identity import canonical_json, prompt_sha256
 
 NAME = "own-script-harness-csv"
 SOURCE = (
