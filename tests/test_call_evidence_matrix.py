@@ -100,14 +100,22 @@ SCENARIOS: dict[str, dict[str, tuple[Scenario, Expect]]] = {
             Scenario(plan(), inputs="dicom", unrecorded=frozenset({"Y"})),
             Expect("violated", (f"call/{A2}", f"call/{B2}"), ("which no rendering record describes",)),
         ),
-        # call B--s2 was answered, but its request carried no image
-        "no-image": (
+        # PNG inputs from the start: no DICOM, no rendering record is owed
+        "inputs-images": (Scenario(plan()), Expect("not-applicable")),
+        "clean": (Scenario(plan(), inputs="dicom"), PASS),
+    },
+    "pixel-image-not-recorded": {
+        # call B--s2 was answered, but its request carried no image (PNG inputs)
+        "flawed": (
+            Scenario(plan(changes={B2: {"image": None}})),
+            Expect("violated", (f"call/{B2}",), (f"call {B2} was answered", "names an image")),
+        ),
+        # the same with DICOM-rendered inputs
+        "dicom": (
             Scenario(plan(changes={B2: {"image": None}}), inputs="dicom"),
             Expect("violated", (f"call/{B2}",), (f"call {B2} was answered", "names an image")),
         ),
-        # PNG inputs from the start: no DICOM, no rendering record is owed
-        "inputs-images": (Scenario(plan(changes={B2: {"image": None}})), Expect("not-applicable")),
-        "clean": (Scenario(plan(), inputs="dicom"), PASS),
+        "clean": (Scenario(plan()), PASS),
     },
     "output-call-not-successful": {
         # five calls end length, refused, error, expired, canceled; B--s3 failed, then was answered

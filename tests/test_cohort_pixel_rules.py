@@ -330,7 +330,8 @@ def test_image_identity_from_call_hashes(tmp_path: Path) -> None:
         {"call_id": "C4", "status": "ok"},  # names no image at all
     ]
     (root / "calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in calls))
-    assert fired(root, "pixel-image-without-rendering") == [
+    assert fired(root, "pixel-image-without-rendering") == []
+    assert fired(root, "pixel-image-not-recorded") == [
         (
             "call/C4",
             "call C4 was answered, but neither its request nor any of its records names an image "

@@ -182,6 +182,33 @@ def test_openai_input_hashes_the_prompt_and_the_inline_image(tmp_path: Path) -> 
     )
 
 
+def test_openai_responses_api_input_image_is_hashed(tmp_path: Path) -> None:
+    """A /v1/responses batch request carries its image as an ``input_image`` part whose
+    ``image_url`` is the data URL itself (OpenAI Responses API reference, "input_image"); it was
+    dropped silently, so no rule saw the image (found by a holdout calibration shape)."""
+    jpeg = b"\xff\xd8\xff\xe0 fake jpeg"
+    url = "data:image/jpeg;base64," + base64.b64encode(jpeg).decode()
+    body = {
+        "model": "gpt-4.1-2025-04-14",
+        "instructions": "You are a radiologist.",
+        "input": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "Is there an effusion?"},
+                    {"type": "input_image", "image_url": url, "detail": "high"},
+                ],
+            }
+        ],
+    }
+    line = {"custom_id": "C1", "method": "POST", "url": "/v1/responses", "body": body}
+    root = write_bundle(tmp_path / "b", {"batch_input.jsonl": jsonl(line)}, CONTRACT)
+    store, results, _ = ingest_bundle(root)
+    assert problems(results) == []
+    (got,) = rows(store, "?r a pg:BatchRequest ; pg:imageSha256 ?i ; pg:promptSha256 ?p", "i", "p")
+    assert got == (hashlib.sha256(jpeg).hexdigest(), prompt_sha256("You are a radiologist.", "Is there an effusion?"))
+
+
 def test_anthropic_results_in_any_order_keep_their_types(tmp_path: Path) -> None:
     def ok(cid: str, stop: str) -> dict:
         message = {

@@ -153,8 +153,10 @@ def _content_parts(content: Any, prompt: Prompt) -> list[str]:
             if not isinstance(text, str):
                 raise ValueError(f"{kind} part has no text string")
             texts.append(text)
-        elif kind == "image_url":  # OpenAI: {"image_url": {"url": "data:image/png;base64,..."}}
-            ref = part.get("image_url")
+        elif kind in ("image_url", "input_image"):
+            # Chat Completions: {"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}};
+            # Responses API: {"type": "input_image", "image_url": "data:...", "detail": ...} or a file_id
+            ref = part.get("image_url") if part.get("image_url") is not None else part.get("file_id")
             url = ref.get("url") if isinstance(ref, Mapping) else ref
             if isinstance(url, str):
                 digest = _data_url_digest(url)
