@@ -206,7 +206,8 @@ def test_openai_responses_api_input_image_is_hashed(tmp_path: Path) -> None:
     store, results, _ = ingest_bundle(root)
     assert problems(results) == []
     (got,) = rows(store, "?r a pg:BatchRequest ; pg:imageSha256 ?i ; pg:promptSha256 ?p", "i", "p")
-    assert got == (hashlib.sha256(jpeg).hexdigest(), prompt_sha256("You are a radiologist.", "Is there an effusion?"))
+    prompt = prompt_sha256("You are a radiologist.", "Is there an effusion?")
+    assert got == (hashlib.sha256(jpeg).hexdigest(), prompt)
 
 
 def test_anthropic_results_in_any_order_keep_their_types(tmp_path: Path) -> None:

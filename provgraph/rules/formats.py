@@ -23,7 +23,7 @@ _MARK: dict[Outcome, str] = {
 EMPTY_HINT = (
     "no rule ran, so nothing was shown to hold: declare the clauses of your benchmark in "
     "provgraph.toml ([plan], [cohort], [pixel], [conditions], [models], [annotation], [analysis], "
-    "[release]; the README's \"The contract\" section describes each)"
+    '[release]; the README\'s "The contract" section describes each)'
 )
 
 
