@@ -180,3 +180,23 @@ def test_completed_and_rejecting_ingests_leave_no_entry(tmp_path: Path) -> None:
     assert all(not s.key.startswith("urn:") for s in catalog.slots(store))
     catalog.finish_ingest(store, [run])
     assert catalog.unfinished_ingests(store) == []
+
+
+def test_a_source_that_failed_to_import_closes_the_gate_until_it_imports(cli, tmp_path: Path) -> None:
+    """A source that could not be read left the rules reading its evidence as absent, and the
+    gate could pass (a texts source, found by a holdout calibration shape): the failure is kept
+    in the catalog, `info` names it and `check` refuses to decide (exit 2) until it imports."""
+    contract = '[project]\nname = "t"\nbase_iri = "https://example.org/t/"\n\n[release]\ninclude = ["*.md"]\n'
+    root = tmp_path / "b"
+    root.mkdir()
+    (root / "provgraph.toml").write_text(contract)
+    (root / "stats.json").write_text('{"statistics": [{"name": "cochran_q", "value": 1.2}')  # cut off
+    assert cli("-C", str(root), "ingest").code == 2
+    (failed,) = json.loads(cli("-C", str(root), "info", "--format", "json").out)["failed_sources"]
+    assert failed["source"].endswith("stats.json") and "not a JSON document" in failed["error"]
+    r = cli("-C", str(root), "check")
+    assert r.code == 2 and "1 source(s) could not be imported" in r.err and "stats.json:1:" in r.err
+    (root / "stats.json").write_text('{"statistics": [{"name": "cochran_q", "value": 1.2}]}\n')
+    assert cli("-C", str(root), "ingest").code == 0
+    assert json.loads(cli("-C", str(root), "info", "--format", "json").out)["failed_sources"] == []
+    assert cli("-C", str(root), "check").code == 0

@@ -65,6 +65,7 @@ def _store_info(store) -> dict:
         "graphs": graphs,
         "classes": classes,
         "unfinished_ingests": unfinished,
+        "failed_sources": [{"source": k, "error": e} for k, e in catalog.failed_sources(store)],
     }
 
 
@@ -82,6 +83,8 @@ def command(app: App, fmt: str) -> int:
     out.print(f"store {info['store']}: {info['quads']} quads in {len(info['graphs'])} graphs")
     for run in info["unfinished_ingests"]:
         out.print(Text(f"half-updated: {run['message']}", style="bold red"))
+    for failed in info["failed_sources"]:
+        out.print(Text(f"not imported: {failed['error']}", style="bold red"))
     graphs = Table("source", "quads", box=None, title="graphs", title_justify="left")
     for g in info["graphs"]:
         graphs.add_row(g["source"], str(g["quads"]))

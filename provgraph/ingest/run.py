@@ -262,8 +262,13 @@ def ingest_paths(
     try:
         for path, importer in selected:
             result = ingest_source(store, bundle, path, importer, progress, hashes)
+            key = source_key(importer, result.rel)
             if result.outcome != "imported":  # an import's switch took it off the list itself
-                catalog.settle(store, source_key(importer, result.rel))
+                catalog.settle(store, key)
+            if result.outcome == "failed":
+                catalog.mark_failed(store, key, result.error or "import failed")
+            else:
+                catalog.clear_failed(store, key)
             results.append(result)
             if on_result:
                 on_result(result)
@@ -276,6 +281,7 @@ def ingest_paths(
             continue
         if any(overlaps(parts[1], t) for t in targets):
             catalog.remove(store, slot.key)
+            catalog.clear_failed(store, slot.key)
             result = ImportResult(parts[1], parts[0], "removed")
             results.append(result)
             if on_result:

@@ -32,7 +32,8 @@ from provgraph.store.base import Store
 
 
 def require_complete_ingest(store: Store) -> None:
-    """Raise :class:`StoreError` (exit 2, no report) when an ingest started and did not finish.
+    """Raise :class:`StoreError` (exit 2, no report) when an ingest started and did not finish,
+    or when a source's last import failed (its evidence would read as absent).
 
     Some sources would be new and others old, so no rule result could be trusted: as when
     the store changes under a check, the gate cannot decide, and says how to repair the store.
@@ -40,6 +41,16 @@ def require_complete_ingest(store: Store) -> None:
     lines = describe_unfinished(catalog.unfinished_ingests(store))
     if lines:
         raise StoreError(f"{store.location}: the store is half-updated: {'; '.join(lines)}")
+    failed = catalog.failed_sources(store)
+    if failed:
+        shown = "; ".join(error for _, error in failed[:3]) + (
+            f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
+        )
+        raise StoreError(
+            f"{store.location}: {len(failed)} source(s) could not be imported, so the rules would read "
+            f"their evidence as absent: {shown}. Fix them, or leave them out with [ingest].exclude, "
+            "and ingest again"
+        )
 
 
 def refresh_statistics(store: Store) -> None:

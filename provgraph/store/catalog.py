@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import io
 import logging
 import queue
@@ -383,6 +384,40 @@ def unfinished_ingests(store: Store) -> list[IngestRun]:
         for iri, (started, planned, scope, pending) in found.items()
     ]
     return sorted(runs, key=lambda r: (r.started, r.iri))
+
+
+# A source whose last import failed keeps its old graph (or none): the rules would read
+# missing evidence as if the source said nothing. The failure is kept in the catalog until the
+# source imports (or is removed), and the gate refuses to decide meanwhile.
+_FAILED = "urn:provgraph:failed-source:"
+_FAILED_KEY, _FAILED_ERROR = _INTERNAL + "failedKey", _INTERNAL + "failedError"
+
+
+def _failed_iri(key: str) -> str:
+    return _FAILED + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def mark_failed(store: Store, key: str, error: str) -> None:
+    """Record that the source ``key`` could not be imported, with the one-line ``error``."""
+    node = _failed_iri(key)
+    store.update(
+        f"""DELETE WHERE {{ GRAPH <{CATALOG}> {{ <{node}> ?p ?o }} }};
+            INSERT DATA {{ GRAPH <{CATALOG}> {{
+              <{node}> <{_FAILED_KEY}> {literal(key)} ; <{_FAILED_ERROR}> {literal(error)} }} }}"""
+    )
+
+
+def clear_failed(store: Store, key: str) -> None:
+    store.update(f"DELETE WHERE {{ GRAPH <{CATALOG}> {{ <{_failed_iri(key)}> ?p ?o }} }}")
+
+
+def failed_sources(store: Store) -> list[tuple[str, str]]:
+    """(source key, error) of every source whose last import failed, sorted by key."""
+    rows = store.select(
+        f"""SELECT ?key ?error WHERE {{ GRAPH <{CATALOG}> {{
+              ?n <{_FAILED_KEY}> ?key ; <{_FAILED_ERROR}> ?error }} }} ORDER BY ?key"""
+    )
+    return [(r["key"].value, r["error"].value) for r in rows]  # type: ignore[union-attr]
 
 
 def _parse_time(text: str) -> dt.datetime:
