@@ -287,7 +287,9 @@ def generate(root: Path, twin: str) -> list[Planted]:
     if not flawed:
         return []
     # the batch-2 request that asked for temperature 1 (its batch-1 request asked for 0)
-    hot_request = "request/" + "/".join(escape_key(k) for k in ("batches/batch_02/input.jsonl", HOT_RETRY, "1"))
+    hot_request = "request/" + "/".join(
+        escape_key(k) for k in ("batches/batch_02/input.jsonl", HOT_RETRY, "1")
+    )
     return [
         Planted(
             "pixel-conditions-differ-in-image",
