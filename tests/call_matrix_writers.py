@@ -35,6 +35,7 @@ from fixtures.make_images import write_dicom
 from provgraph.capture.renderer import render_file
 from provgraph.evidence.identity import prompt_sha256
 from provgraph.evidence.renderings import sidecar_for
+from provgraph.rdf.terms import escape_key
 
 USER = "Chest radiograph attached. Report the findings and end with one line: IMPRESSION: <text>."
 PROMPTS = {
@@ -104,6 +105,8 @@ class Attempt:
     batch: int = 1
     text: str = ANSWER
     sends: int = 1
+    #: the model this attempt requested and was answered by (None: the declared one)
+    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,8 @@ def write_calls(root: Path, sc: Scenario) -> None:
     for n, attempt in enumerate(sc.history(), 1):
         call = sc.call(attempt.call)
         prompt = {"system": call.sent_system(), "user": USER}
-        record: dict[str, Any] = {"call_id": call.id, "status": attempt.status, "requested_model": model}
+        asked = attempt.model or model
+        record: dict[str, Any] = {"call_id": call.id, "status": attempt.status, "requested_model": asked}
         record.update(
             prompt=prompt, prompt_sha256=prompt_sha256(prompt["system"], USER), prompt_source="request"
         )
@@ -196,7 +200,7 @@ def write_calls(root: Path, sc: Scenario) -> None:
             data = _answer_text(attempt).encode()
             finish = {"ok": "stop", "length": "length", "refused": "content_filter"}[attempt.status]
             output = f"outputs/{call.id}.txt"  # the recorder's name: a later answer replaces the file
-            record.update(resolved_model=model, finish_reason=finish, output=output)
+            record.update(resolved_model=asked, finish_reason=finish, output=output)
             record.update(output_sha256=sha256(data), output_bytes=len(data))
             if call.id not in sc.missing_output:
                 (root / "outputs").mkdir(exist_ok=True)
@@ -240,11 +244,11 @@ def write_openai(root: Path, sc: Scenario) -> None:
     assert not sc.missing_output and sc.image_hash, "batch outputs are inline, images sent as bytes"
     for b, attempts in sc.batches().items():
         requests = [
-            cb.openai_request(a.call, _openai_body(sc.call(a.call), images, model))
+            cb.openai_request(a.call, _openai_body(sc.call(a.call), images, a.model or model))
             for a in attempts
             for _ in range(a.sends)
         ]
-        results = [_openai_result(a, f"b{b}", model) for a in attempts]
+        results = [_openai_result(a, f"b{b}", a.model or model) for a in attempts]
         answered = [r for r in results if r["response"] and r["response"]["status_code"] == 200]
         folder = root / "batches"
         cb.write_jsonl(folder / f"batch_{b:02d}_input.jsonl", requests)
@@ -295,9 +299,11 @@ def write_anthropic(root: Path, sc: Scenario) -> None:
     assert not sc.missing_output and sc.image_hash, "batch outputs are inline, images sent as bytes"
     for b, attempts in sc.batches().items():
         requests = [
-            _anthropic_request(sc.call(a.call), images, model) for a in attempts for _ in range(a.sends)
+            _anthropic_request(sc.call(a.call), images, a.model or model)
+            for a in attempts
+            for _ in range(a.sends)
         ]
-        results = [_anthropic_result(a, f"b{b}", model) for a in attempts]
+        results = [_anthropic_result(a, f"b{b}", a.model or model) for a in attempts]
         results.sort(key=lambda r: cb.digest(r["custom_id"]))  # results arrive in any order
         cb.write_jsonl(root / "batches" / f"msgbatch_{b:02d}_requests.jsonl", requests)
         cb.write_jsonl(root / "batches" / f"msgbatch_{b:02d}_results.jsonl", results)
@@ -318,3 +324,13 @@ def record_focus(importer: str, sc: Scenario, call_id: str, nth: int = 1) -> str
         return cb.record_focus(f"batches/msgbatch_{b:02d}_results.jsonl", call_id)
     kind = "output" if attempt.status in ANSWERED else "errors"
     return cb.record_focus(f"batches/batch_{b:02d}_{kind}.jsonl", call_id)
+
+
+def request_focus(importer: str, sc: Scenario, call_id: str, nth: int = 1) -> str:
+    """The node that sent the ``nth`` attempt at ``call_id``: its batch request (one per batch),
+    or the canonical record, which states its own request."""
+    if importer == "calls":
+        return record_focus(importer, sc, call_id, nth)
+    b = [a for a in sc.history() if a.call == call_id][nth - 1].batch
+    name = f"msgbatch_{b:02d}_requests" if importer == "anthropic" else f"batch_{b:02d}_input"
+    return f"request/{escape_key(f'batches/{name}.jsonl')}/{escape_key(call_id)}/1"

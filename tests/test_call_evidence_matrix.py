@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from call_matrix_writers import PROMPTS, WRITERS, Attempt, Call, Scenario, record_focus
+from call_matrix_writers import PROMPTS, WRITERS, Attempt, Call, Scenario, record_focus, request_focus
 from conftest import ingest_bundle
 
 from provgraph.lineage.gate import run_gate
@@ -245,3 +245,31 @@ def test_every_cell_is_run_or_explained() -> None:
     assert {r for r, _, _ in UNSUPPORTED} <= set(SCENARIOS)
     assert set(SCENARIOS) <= {r.id for r in RULES}
     assert all(reason.strip() for reason in UNSUPPORTED.values())
+
+
+#: the model call A--s1's retry requested instead of the declared one, per importer
+OTHER_MODEL = {
+    "calls": "gpt-4.1-2025-04-14",
+    "openai": "gpt-4.1-2025-04-14",
+    "anthropic": "claude-3-7-sonnet-20250219",
+}
+
+
+@pytest.mark.parametrize("importer", WRITERS)
+def test_retry_that_requested_another_model(importer: str, tmp_path: Path) -> None:
+    """Call A--s1 failed in batch 1 (declared model); its retry in batch 2 asked for another one.
+    model-undeclared blames the attempt that asked for it and counts calls, not attempts; the
+    declared model's rules do not count that answer as the declared model's (issue 14)."""
+    other = OTHER_MODEL[importer]
+    sc = Scenario(plan(), (Attempt(A1, "error"), Attempt(A1, batch=2, model=other)))
+    WRITERS[importer](tmp_path / "bundle", sc)
+    report = gate(tmp_path / "bundle")
+    fired = {
+        r.rule.id: [(report.short(v.focus), v.message) for v in r.violations]
+        for r in report.results
+        if r.violations
+    }
+    assert set(fired) == {"model-undeclared"}, fired
+    ((focus, message),) = fired["model-undeclared"]
+    assert focus == request_focus(importer, sc, A1, 2)
+    assert message.startswith(f"1 call requests model {other}, which no [models] entry declares"), message

@@ -61,6 +61,38 @@ def test_clean_base_of_each_format_passes_the_whole_gate(tmp_path: Path, fmt: st
     assert set(report.clauses_in_force) == in_force.get(fmt, {"output", "prompt", "model"})
 
 
+@pytest.mark.parametrize("fmt", gen.CALL_FORMATS)
+def test_decoding_mismatch_blames_the_attempt_that_stated_it(tmp_path: Path, fmt: str) -> None:
+    """Call C003 is retried: its first attempt asked for the planned temperature, the retry for
+    0.7. Only the retry's request (canonical: its record) is reported, with its file and line;
+    the first attempt's nodes are not said to have run hot (issue 14)."""
+    first = gen.render("retry", fmt, gen.base_calls(fmt))
+    calls = gen.base_calls(fmt)
+    gen.DEFECTS["output-decoding-mismatch"].flaw(calls, fmt)
+    files = gen.render("retry", fmt, calls)
+    for name, text in first.items():
+        if name.endswith(".jsonl"):
+            earlier = "".join(line for line in text.splitlines(True) if '"C003"' in line)
+            if fmt == "canonical":  # the first attempt is the file's earlier record
+                files[name] = earlier + files[name]
+            else:  # a first batch in its own folder
+                files[f"earlier/{name}"] = earlier
+    report = check(gen.write_files(tmp_path / fmt, files))
+    (result,) = [r for r in report.results if r.rule.id == "output-decoding-mismatch"]
+    found = [(report.short(v.focus), v.message) for v in result.violations]
+    if fmt == "canonical":
+        assert found == [
+            (
+                "record/calls.jsonl/C003/2",
+                "call C003: the record at calls.jsonl:4 ran with temperature 0.7; the plan expects 0",
+            )
+        ]
+    else:
+        ((request, message),) = found
+        assert request == gen.DEFECTS["output-decoding-mismatch"].focus(fmt)[0]
+        assert message.startswith("call C003: the request at ") and "asked for temperature 0.7" in message
+
+
 def test_committed_fixtures_match_the_generator(tmp_path: Path) -> None:
     for rule, pair in gen.committed().items():
         for twin, files in (("flawed", pair.flawed), ("clean", pair.clean)):

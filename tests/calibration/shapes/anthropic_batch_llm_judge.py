@@ -347,7 +347,7 @@ def generate(root: Path, twin: str) -> list[Planted]:
         Planted("prompt-differs-from-declared", "condition/haiku35", "Haiku requests used grader prompt v1"),
         Planted(
             "model-undeclared",
-            node("record", "batches/msgbatch_02/results.jsonl", OVERLOADED[0], "1"),
+            node("request", "batches/msgbatch_02/requests.jsonl", OVERLOADED[0], "1"),  # asked for it
             "retry batch requested claude-3-7-sonnet-20250219",
         ),
         Planted(

@@ -147,8 +147,9 @@ def generate(root: Path, twin: str) -> list[Planted]:
         Planted("output-call-not-successful", f"call/{FILTERED_CALL}", "finished content_filter"),
         Planted(
             "output-decoding-mismatch",
-            cb.record_focus("batches/batch_01_output.jsonl", WARM_CALL),
-            "request ran at temperature 0.7",
+            # the request that asked for it (output-decoding-mismatch reports the node stating it)
+            f"request/{cb.escape_key('batches/batch_01_input.jsonl')}/{cb.escape_key(WARM_CALL)}/1",
+            "request asked for temperature 0.7",
         ),
         Planted(
             "output-unplanned-record",

@@ -286,8 +286,9 @@ def generate(root: Path, twin: str) -> list[Planted]:
     _batch(root, "batch_02", retried, images, flawed)  # type: ignore[arg-type]
     if not flawed:
         return []
-    retry_record = "record/" + "/".join(
-        escape_key(k) for k in ("batches/batch_02/output.jsonl", HOT_RETRY, "1")
+    # the batch-2 request that asked for temperature 1 (its batch-1 request asked for 0)
+    hot_request = "request/" + "/".join(
+        escape_key(k) for k in ("batches/batch_02/input.jsonl", HOT_RETRY, "1")
     )
     return [
         Planted(
@@ -304,5 +305,5 @@ def generate(root: Path, twin: str) -> list[Planted]:
         Planted(
             "model-several-snapshots", "model-spec/mini", "mini alias resolved to a new snapshot in batch 2"
         ),
-        Planted("output-decoding-mismatch", retry_record, "re-submitted request ran with temperature 1"),
+        Planted("output-decoding-mismatch", hot_request, "re-submitted request asked for temperature 1"),
     ]
