@@ -278,6 +278,8 @@ def test_info_and_importers_and_rules(cli, clean: Path) -> None:
     assert r.code == 0 and all(n in r.out for n in ("contract", "plan", "calls", "files"))
     r = cli("rules", "--clause", "output")
     assert r.code == 0 and "output-unplanned-record" in r.out
+    r = cli("rules", "--clause", "pixel", "--why")
+    assert r.code == 0 and "documented mismatch" in r.out and "dicom-images" in r.out
 
 
 def test_init_creates_a_bundle(cli, tmp_path: Path) -> None:

@@ -13,19 +13,33 @@ from provgraph.rules.rule import CLAUSES
 @click.command("rules")
 @click.option("--clause", "clauses", multiple=True, type=click.Choice(CLAUSES), help="Only this clause.")
 @click.option("--remedy", is_flag=True, help="Show each rule's remedy too.")
+@click.option(
+    "--why",
+    is_flag=True,
+    help="Show why each rule has its severity (the audit's repair boundary) and when it applies.",
+)
 @pass_app
-def command(app: App, clauses: tuple[str, ...], remedy: bool) -> int:
-    """List the shipped contract rules by clause, with severity and title."""
+def command(app: App, clauses: tuple[str, ...], remedy: bool, why: bool) -> int:
+    """List the shipped contract rules by clause, with severity and title.
+
+    A `fail` rule blocks the gate; a `restrict` rule marks the claims downstream of its findings
+    (and blocks only under `[project] strict = true`); an `info` rule only informs.
+    """
     # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.rules import load_rules
 
     table = Table("clause", "rule", "severity", "title", box=None)
     if remedy:
         table.add_column("remedy")
+    if why:
+        table.add_column("why")
+        table.add_column("applies only with")
     for rule in load_rules():
         if clauses and rule.clause not in clauses:
             continue
         row = [rule.clause, rule.id, rule.severity, rule.title]
-        table.add_row(*([*row, rule.remedy] if remedy else row))
+        row += [rule.remedy] if remedy else []
+        row += [rule.why, ", ".join(rule.applies) or "-"] if why else []
+        table.add_row(*row)
     out.print(table)
     return 0
