@@ -54,10 +54,13 @@ def _fails_with_one_line(result, bad: BadSparqlServer) -> str:
 @pytest.mark.parametrize("mode", [*TRANSPORT, "unframed-cut", "not-json"])
 def test_export_of_a_broken_construct_answer_fails(cli, upstream, tmp_path: Path, mode: str) -> None:
     out = tmp_path / "graph.nq"
+    out.write_text("<urn:x> <urn:y> <urn:z> .\n")  # the previous export
     with BadSparqlServer(upstream.url, mode, pick="CONSTRUCT") as bad:
         r = cli("-C", str(upstream.root), "--store", bad.url, "export", "--format", "nquads", "-o", str(out))
         line = _fails_with_one_line(r, bad)
-    assert not out.exists() or out.stat().st_size == 0, "a partial export was written"
+    # the export is renamed into place only when complete: the previous one is kept whole
+    assert out.read_text() == "<urn:x> <urn:y> <urn:z> .\n", "a partial export replaced the file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph.nq"]
     if mode == "unframed-cut":
         assert "neither Content-Length nor chunked" in line, line
 

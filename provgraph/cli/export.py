@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -42,7 +44,15 @@ def command(app: App, fmt: str, output: Path | None, with_ontology: bool) -> int
         n = export(store, fmt, sys.stdout.buffer, with_ontology, base)
         sys.stdout.buffer.flush()
     else:
-        with output.open("wb") as fh:
-            n = export(store, fmt, fh, with_ontology, base)
+        # written beside the target and renamed into place: a failed export (a server that dies
+        # mid-answer) leaves the old file, or none, never an empty or partial one
+        fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".part", dir=output.parent or None)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                n = export(store, fmt, fh, with_ontology, base)
+            os.replace(tmp, output)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         err.print(f"wrote {n} {'quads' if fmt in ('nquads', 'trig') else 'triples'} to {output}")
     return 0
