@@ -79,11 +79,11 @@ def run_step(step: str, bundle_root: Path, store, info: dict) -> dict:
         out["problems"] = len(problems) + sum(len(r.problems) for r in results)
         out["failed"] = [r.rel for r in results if r.outcome == "failed"]
     elif step == "check":
-        from provgraph.lineage.gate import record_check_and_hubs, refresh_statistics
+        from provgraph.lineage.gate import record_check_and_hubs, refresh_derived
         from provgraph.rules import load_rules, run_check
 
         s0 = time.perf_counter()
-        refresh_statistics(store)
+        refresh_derived(store)
         out["stats_seconds"] = time.perf_counter() - s0
         report = run_check(store, load_rules())
         h0 = time.perf_counter()

@@ -1,9 +1,9 @@
-"""The check as the commands run it: statistics first, then the rules, then the record.
+"""The check as the commands run it: derived evidence first, then the rules, then the record.
 
 ``provgraph check``, ``lineage``, ``report`` and ``release`` run the same three steps, in this
 order (:func:`run_gate` does all three):
 
-1. :func:`refresh_statistics`: the statistics the analysis clause checks are recomputed (or a
+1. :func:`refresh_derived`: the statistics the analysis clause checks are recomputed (or a
    stale statistics graph is dropped), and the per-call evidence view
    (:mod:`provgraph.rules.callview`) is brought up to date, so the rules read current derived
    evidence;
@@ -53,12 +53,13 @@ def require_complete_ingest(store: Store) -> None:
         )
 
 
-def refresh_statistics(store: Store) -> None:
-    """Bring the recomputed statistics up to date before the rules read them.
+def refresh_derived(store: Store) -> None:
+    """Bring the derived evidence up to date before the rules read it.
 
-    Recomputed when the contract declares the analysis clause (unchanged inputs cost one
-    fingerprint comparison); otherwise a statistics graph whose inputs changed is dropped.
-    Raises :class:`~provgraph.errors.UsageError` when the store holds no contract.
+    The statistics are recomputed when the contract declares the analysis clause (unchanged
+    inputs cost one fingerprint comparison); otherwise a statistics graph whose inputs changed
+    is dropped. The per-call evidence view is recomputed when any import changed. Raises
+    :class:`~provgraph.errors.UsageError` when the store holds no contract.
     """
     _, _, in_force = contract_state(store)
     if "analysis" in in_force:
@@ -90,7 +91,7 @@ def run_gate(
     interrupted ingest left half-updated fails first (:func:`require_complete_ingest`).
     """
     require_complete_ingest(store)
-    refresh_statistics(store)
+    refresh_derived(store)
     report = run_check(store, rules, explicit=explicit, on_result=on_result)
     if record:
         record_check_and_hubs(store, report)
