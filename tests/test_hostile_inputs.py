@@ -204,3 +204,17 @@ def test_a_registered_value_followed_by_a_fraction_on_one_line(tmp_path: Path) -
     (result,) = [r for r in results if r.rel == "README.md"]
     assert result.outcome == "imported" and not result.problems, (result.error, result.problems)
     assert result.records == 5  # the mention and four numbers
+
+
+def test_a_csv_line_over_the_limit_is_one_bad_row(tmp_path: Path) -> None:
+    """CSV lines were read whole, however long (a 17 MiB line of commas became millions of
+    fields in memory): a line over the record limit is skipped unread, reported alone, and the
+    rows after it import."""
+    from provgraph.ingest.readers import MAX_RECORD_BYTES
+
+    huge = "C002," + "x" * (MAX_RECORD_BYTES + 10) + ",A,1\n"
+    plan = "call_id,case,condition,replicate\nC001,s1,A,1\n" + huge + "C003,s2,A,1\n"
+    _, results, _ = ingest_bundle(write_bundle(tmp_path / "b", {"plan.csv": plan}))
+    (result,) = [r for r in results if r.rel == "plan.csv"]
+    assert [str(p) for p in result.problems] == ["plan.csv:3: line over 8 MiB (the limit for one CSV line)"]
+    assert result.records == 2

@@ -23,7 +23,8 @@ from typing import Any
 from provgraph.errors import InputError
 
 SNIFF_BYTES = 64 * 1024
-#: One JSON Lines record (one line) or one sidecar document: longer ones are rejected unread.
+#: One JSON Lines record (one line), one CSV line or one sidecar document: longer ones are
+#: rejected unread.
 MAX_RECORD_BYTES = 8 * 1024 * 1024
 #: A whole-file JSON document (a results file, reported statistics, a list of build records).
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
@@ -256,7 +257,8 @@ def read_csv(
     """
     name = rel or str(path)
     with _open_text(path, name) as fh:
-        lines = _Replayable(_counted(fh, progress))
+        oversize: set[int] = set()
+        lines = _Replayable(_counted(_csv_lines(fh, oversize), progress))
         reader = csv.reader(lines)
         try:
             header = [h.strip() for h in next(reader)]
@@ -280,6 +282,9 @@ def read_csv(
                 yield lines.recover() or lines.number, {}, f"malformed CSV: {err}"
                 continue
             line = lines.number
+            if line in oversize:
+                yield line, {}, f"line over {_mib(MAX_RECORD_BYTES)} (the limit for one CSV line)"
+                continue
             if not fields or all(not f.strip() for f in fields):
                 continue
             if any(_undecodable(f) for f in fields):
@@ -291,6 +296,18 @@ def read_csv(
                 yield (start, {}, f"{found} (an unclosed quote?)") if start else (line, {}, found)
                 continue
             yield line, {h: f.strip() for h, f in zip(header, fields, strict=True)}, None
+
+
+def _csv_lines(fh: io.TextIOWrapper, oversize: set[int]) -> Iterator[str]:
+    """The lines of a CSV file, none held longer than :data:`MAX_RECORD_BYTES`: a longer line
+    is skipped in chunks, its number added to ``oversize`` and an empty line given instead (so
+    the csv module sees a blank row there, which :func:`read_csv` reports)."""
+    for number, line, error in _bounded_lines(fh):
+        if error is not None:
+            oversize.add(number)
+            yield "\n"
+        else:
+            yield line
 
 
 class _Replayable:
