@@ -21,7 +21,8 @@ from provgraph.lineage.gate import run_gate
 from provgraph.rdf.vocab import PG_NS, defined_terms
 from provgraph.rules import load_rules, parse_rule, run_check
 from provgraph.rules.formats import gate_line
-from provgraph.rules.runner import select_rules
+from provgraph.rules.rule import APPLIES
+from provgraph.rules.runner import _FACTS, select_rules
 
 RULES = load_rules()
 RULE_IDS = [r.id for r in RULES]
@@ -121,6 +122,11 @@ def test_missing_evidence_fails_closed(tmp_path: Path) -> None:
     assert {r.outcome for r in report.results if r.rule.clause != "output"} <= {"skipped"}
     assert "missing evidence: the graph has no pg:CallRecord nodes" in in_force[0].error
     assert not report.passed
+
+
+def test_every_applies_fact_is_read_from_the_contract() -> None:
+    assert set(_FACTS) == set(APPLIES)
+    assert {a for r in RULES for a in r.applies} == set(APPLIES)  # each fact is used by a rule
 
 
 def test_clause_not_in_contract_is_skipped_and_an_empty_gate_does_not_pass(tmp_path: Path) -> None:

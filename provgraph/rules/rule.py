@@ -51,8 +51,6 @@ LINEAGE_STATUSES: tuple[LineageStatus, ...] = get_args(LineageStatus)
 APPLIES: dict[str, str] = {
     "plan": "call plan (neither [plan] nor a plan file)",
     "dicom-images": 'DICOM sources for its images ([pixel] inputs = "images")',
-    "conditions": "prompt conditions ([conditions])",
-    "cohort": "cohort ([cohort])",
 }
 _REQUIRED = ("id", "clause", "severity", "title", "remedy", "why")
 _OPTIONAL = ("requires", "lineage", "applies")

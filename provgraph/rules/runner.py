@@ -135,10 +135,7 @@ def contract_state(store: Store) -> tuple[str, str, list[str]]:
 _FACTS: dict[str, str] = {
     "plan": "ASK { { ?p a pg:CallPlan } UNION { ?c a pg:PlannedCall } }",  # a plan file counts too
     "dicom-images": 'ASK { ?p a pg:PixelProtocol FILTER NOT EXISTS { ?p pg:imageInputs "images" } }',
-    "conditions": "ASK { ?c a pg:ConditionSpec }",
-    "cohort": "ASK { ?c a pg:CohortProtocol }",
 }
-assert set(_FACTS) == set(APPLIES)
 
 
 def contract_facts(store: Store) -> set[str]:
