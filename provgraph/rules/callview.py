@@ -123,11 +123,14 @@ def gather(store: Store) -> dict[str, CallEvidence]:
         calls[r["call"].value].records.append(attempt)  # type: ignore[union-attr]
     for r in store.select(_P + _EVIDENCE["image"]):
         calls[r["call"].value].images.add(r["v"].value)  # type: ignore[union-attr]
+    file_shas: dict[str, set[str]] = defaultdict(set)
     for r in store.select(_P + _EVIDENCE["file"]):
-        evidence = calls[r["call"].value]  # type: ignore[union-attr]
-        evidence.files.add(r["f"].value)  # type: ignore[union-attr]
-        if r["v"] is not None and not evidence.images:
-            evidence.images.add(r["v"].value)
+        calls[r["call"].value].files.add(r["f"].value)  # type: ignore[union-attr]
+        if r["v"] is not None:
+            file_shas[r["call"].value].add(r["v"].value)  # type: ignore[union-attr]
+    for call, shas in file_shas.items():
+        if not calls[call].images:  # no hash taken at the request: the files' bytes stand in
+            calls[call].images |= shas
     for r in store.select(_P + _EVIDENCE["prompt"]):
         calls[r["call"].value].prompts.add(r["v"].value)  # type: ignore[union-attr]
     for r in store.select(_P + _EVIDENCE["id"]):
