@@ -128,7 +128,9 @@ def find_seeds(generated: Path) -> dict[str, list[Seed]]:
             first = files[0]
             digest = f"{seed.rel}:{first.stat().st_size}:{first.read_bytes()[:4096].hex()}"
             found[importer.name].setdefault(digest, seed)
-    for seed in synthetic_seeds(generated.resolve() / "synthetic"):
+    # one folder per run: concurrent chunked runs (--offset) must not rewrite each other's seeds
+    # (a git seed rewritten under a running chunk lost its objects and stopped that run)
+    for seed in synthetic_seeds(generated.resolve() / f"synthetic-{os.getpid()}"):
         found[seed.importer].setdefault(seed.rel, seed)
     return {
         name: sorted(seeds.values(), key=lambda s: (size(s), str(s.bundle)))[:SEEDS_PER_IMPORTER]
@@ -492,6 +494,7 @@ def main() -> None:
             t.start()
         for t in threads:
             t.join()
+    shutil.rmtree(args.out.parent / "fuzz-seeds" / f"synthetic-{os.getpid()}", ignore_errors=True)
     print_table(write_report(args, results, missing, t0))
 
 
