@@ -200,3 +200,19 @@ def test_a_source_that_failed_to_import_closes_the_gate_until_it_imports(cli, tm
     assert cli("-C", str(root), "ingest").code == 0
     assert json.loads(cli("-C", str(root), "info", "--format", "json").out)["failed_sources"] == []
     assert cli("-C", str(root), "check").code == 0
+
+
+def test_a_failed_source_that_leaves_the_bundle_no_longer_closes_the_gate(cli, tmp_path: Path) -> None:
+    """A source that never imported has no graph to remove: deleting it must still end its
+    failure, or the gate would stay closed for a file that is gone."""
+    contract = '[project]\nname = "t"\nbase_iri = "https://example.org/t/"\n\n[release]\ninclude = ["*.md"]\n'
+    root = tmp_path / "b"
+    root.mkdir()
+    (root / "provgraph.toml").write_text(contract)
+    (root / "stats.json").write_text('{"statistics": [')  # cut off
+    assert cli("-C", str(root), "ingest").code == 2
+    assert cli("-C", str(root), "check").code == 2
+    (root / "stats.json").unlink()
+    assert cli("-C", str(root), "ingest").code == 0
+    assert json.loads(cli("-C", str(root), "info", "--format", "json").out)["failed_sources"] == []
+    assert cli("-C", str(root), "check").code == 0

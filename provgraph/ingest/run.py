@@ -259,6 +259,8 @@ def ingest_paths(
     # leaves an entry that `info` reports and the gate refuses (see catalog.begin_ingest)
     run = catalog.begin_ingest(store, targets, [source_key(i, bundle.relpath(p)) for p, i in selected])
     hashes = HashCache(hash_cache_dir(store))
+    was_failed = {k for k, _ in catalog.failed_sources(store)}  # read once, not per source
+    failed_now: set[str] = set()
     try:
         for path, importer in selected:
             result = ingest_source(store, bundle, path, importer, progress, hashes)
@@ -267,8 +269,7 @@ def ingest_paths(
                 catalog.settle(store, key)
             if result.outcome == "failed":
                 catalog.mark_failed(store, key, result.error or "import failed")
-            else:
-                catalog.clear_failed(store, key)
+                failed_now.add(key)
             results.append(result)
             if on_result:
                 on_result(result)
@@ -281,11 +282,16 @@ def ingest_paths(
             continue
         if any(overlaps(parts[1], t) for t in targets):
             catalog.remove(store, slot.key)
-            catalog.clear_failed(store, slot.key)
             result = ImportResult(parts[1], parts[0], "removed")
             results.append(result)
             if on_result:
                 on_result(result)
+    # a failure is over when its source imported, or is no longer in the bundle (a source that
+    # never imported has no slot, so the removals above do not see it)
+    for key in was_failed - failed_now:
+        parts = split_source_key(key)
+        if parts is not None and any(overlaps(parts[1], t) for t in targets):
+            catalog.clear_failed(store, key)
     _complete(store, run, targets)
     return results, problems
 
