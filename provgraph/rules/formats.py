@@ -38,7 +38,7 @@ def gate_line(report: CheckReport) -> str:
         restricted = sum(1 for r in report.results if r.outcome == "violated")
         if restricted:
             detail += f", {restricted} non-blocking rules fired"
-        if any(r.strict for r in report.results):
+        if report.strict:
             detail += " (strict)"
     else:
         verdict = "FAIL"
@@ -65,7 +65,7 @@ def as_dict(report: CheckReport) -> dict[str, Any]:
     return {
         "project": report.project,
         "gate": "empty" if report.empty else "pass" if report.passed else "fail",
-        "strict": any(r.strict for r in report.results),
+        "strict": report.strict,
         "started": report.started.isoformat(),
         "clauses_in_force": report.clauses_in_force,
         "counts": report.counts(),

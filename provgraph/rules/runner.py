@@ -95,6 +95,11 @@ class CheckReport:
     def passed(self) -> bool:
         return not self.empty and not any(r.blocks_gate for r in self.results)
 
+    @property
+    def strict(self) -> bool:
+        """``[project] strict = true``: restrict violations blocked too."""
+        return any(r.strict for r in self.results)
+
     def by_clause(self) -> dict[str, list[RuleResult]]:
         grouped: dict[str, list[RuleResult]] = {}
         for r in self.results:
