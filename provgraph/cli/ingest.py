@@ -33,7 +33,8 @@ def command(app: App, paths: tuple[Path, ...], importer_name: str | None, dry_ru
     Each source becomes one named graph, swapped in atomically: unchanged bytes are skipped,
     changed bytes replace the previous graph, and an import that fails or is killed leaves
     the previous graph as it was. Bad records are listed (file:line: reason) and skipped; the
-    rest still import. Exit status 2 when any record or file was rejected.
+    rest still import. Exit status 2 when any record or file was rejected; records imported
+    with a note (a DICOM without PatientID) are listed as notes and leave the status alone.
     """
     # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.ingest.run import ingest_paths
@@ -82,6 +83,10 @@ def command(app: App, paths: tuple[Path, ...], importer_name: str | None, dry_ru
             )
     for r in failed:
         err.print(f"provgraph: error: {r.error}", markup=False)
+    notes = [p for p in bad if p.kept]
+    bad = [p for p in bad if not p.kept]
+    for p in notes:
+        err.print(f"provgraph: note: {p}", markup=False)
     for p in bad:
         err.print(f"provgraph: rejected: {p}", markup=False)
     store.flush()
@@ -93,7 +98,8 @@ def command(app: App, paths: tuple[Path, ...], importer_name: str | None, dry_ru
         removed = f", {counts['removed']} removed" if counts["removed"] else ""
         out.print(
             f"{counts['imported']} imported, {counts['unchanged']} unchanged, "
-            f"{counts['failed']} failed{removed}; {len(bad)} records rejected; "
+            f"{counts['failed']} failed{removed}; {len(bad)} records rejected"
+            f"{f', {len(notes)} imported with a note' if notes else ''}; "
             f"store holds {store.quad_count()} quads"
         )
     return ExitCode.USAGE if failed or bad else ExitCode.OK

@@ -1,11 +1,15 @@
 """DICOM files and folders, headers only: pixel data is never read, let alone decoded.
 
-Each file is read with ``pydicom.dcmread(stop_before_pixels=True)``. The file node (its
-bundle path, sha256 and size) becomes a ``pg:DicomFile`` carrying the attributes rules need:
-Modality, ViewPosition, PhotometricInterpretation, Rows/Columns, BitsAllocated/BitsStored,
-PixelRepresentation, SamplesPerPixel, NumberOfFrames, Rescale slope/intercept, the first
-window centre/width, whether a VOI or modality LUT sequence is present, the SOP class and the
-transfer syntax.
+Each file is read up to Pixel Data by :mod:`provgraph.importers.dicom_read` (pydicom's own
+parser, every transfer syntax pydicom reads, truncation judged from the elements' declared
+lengths and the encapsulated fragment items). The file node (its bundle path, sha256 and size)
+becomes a ``pg:DicomFile`` carrying the attributes rules need: Modality, ViewPosition,
+PhotometricInterpretation, Rows/Columns, BitsAllocated/BitsStored, PixelRepresentation,
+SamplesPerPixel, NumberOfFrames, Rescale slope/intercept, the first window centre/width,
+whether a VOI or modality LUT sequence is present, the SOP class (UID and pydicom's name), the
+transfer syntax and whether it has Pixel Data. DICOM objects without an image (structured
+reports, RT plans, DICOMDIR, waveforms, palettes) are imported as what they are: header facts
+and SOP class, ``pg:hasPixelData false``, no image attributes asked for.
 
 Identifying attributes become keyed hashes (:mod:`provgraph.evidence.pseudonym`): PatientID is the
 patient node (``patient/<hmac>``, the same node the MIMIC tables and the cohort manifest
@@ -15,10 +19,10 @@ enter the graph or a message, and pydicom's own warnings (which can quote values
 captured and replaced by messages that quote none.
 
 A folder is read whole. Files named ``*.dcm``/``*.dicom`` or without a suffix must be DICOM;
-each that is not (no ``DICM`` marker), is truncated (before or inside Pixel Data), lacks a tag
-the rules need, or uses an unknown character set is reported on its own line while the rest of
-the folder imports. Files with other suffixes (a study's ``.txt`` report) are inventoried
-(path, size, sha256) without complaint.
+each that is not, or is truncated, is rejected on its own line while the rest of the folder
+imports. An image that lacks a tag the rules need, or text in an unknown or undecodable
+character set, is imported with a note (``ctx.note``). Files with other suffixes (a study's
+``.txt`` report) are inventoried (path, size, sha256) without complaint.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from provgraph.importers.dicom_read import MAGIC_OFFSET, Parsed, read_header
 from provgraph.ingest.api import (
     CERTAIN,
     LIKELY,
@@ -89,15 +94,10 @@ NOT_DICOM = frozenset(
         ".log",
     }
 )
-MAGIC_OFFSET = 128
 #: Sniff at most this many suffix-less files when deciding whether a folder is DICOM.
 SNIFF_LIMIT = 256
 #: Tags without which a rule cannot judge the file (reported, the rest is still imported).
 NEEDED = ("SOPInstanceUID", "PatientID", "PhotometricInterpretation", "Rows", "Columns", "BitsStored")
-PIXEL_DATA = 0x7FE00010
-DEFLATED = "1.2.840.10008.1.2.1.99"
-SEQUENCE_DELIMITER = b"\xfe\xff\xdd\xe0\x00\x00\x00\x00"
-_LONG_VRS = {b"OB", b"OW", b"OF", b"OD", b"OL", b"OV", b"UN", b"SQ", b"UC", b"UR", b"UT"}
 #: Identifying attributes stored as keyed hashes (keyword -> property).
 HASHED = {
     "SOPInstanceUID": "sopInstanceHash",
@@ -192,70 +192,16 @@ class DicomImporter(UsesSecret, Importer):
                     ctx.record()
                     continue
                 del caught[:]
-                header, reason = read_header(os.path.join(root, member.rel), member.size)
+                parsed, reason = read_header(os.path.join(root, member.rel), member.size)
                 where = f"{member.rel}: " if source.kind == "tree" else ""
-                if header is None:
-                    ctx.problem(None, where + reason)
+                if parsed is None:
+                    ctx.problem(None, where + (reason or "unreadable"))
                     continue
                 add(node, RDF_TYPE, dicom_class)
-                parsed = write_header(ctx, node, header, patients, hashes)
-                for p in parsed.problems + charset_problems(parsed, caught):
-                    ctx.problem(None, where + p)
+                header = write_header(ctx, node, parsed, patients, hashes)
+                for p in header.problems + charset_problems(header, caught):
+                    ctx.note(None, where + p)  # the header is imported: these are notes, not rejections
                 ctx.record()
-
-
-def read_header(path: str, size: int) -> tuple[Any, str | None]:
-    """The dataset up to Pixel Data, or None and why the file is unusable."""
-    from pydicom import dcmread
-    from pydicom.errors import InvalidDicomError
-
-    try:
-        with open(path, "rb") as fh:
-            try:
-                ds = dcmread(fh, stop_before_pixels=True)
-            except InvalidDicomError:
-                return None, "not a DICOM file (no 'DICM' marker at byte 128)"
-            except Exception as err:  # pydicom raises many types on corrupt input
-                return None, f"unreadable DICOM header ({type(err).__name__})"
-            reason = _pixel_data_problem(ds, fh, size)
-    except OSError as err:
-        return None, f"cannot read: {err.strerror or err}"
-    return (None, reason) if reason else (ds, None)
-
-
-def _pixel_data_problem(ds: Any, fh: Any, size: int) -> str | None:
-    """Truncation, found without reading pixel values: after ``stop_before_pixels`` pydicom
-    leaves the file at the Pixel Data tag (or at the end when the file stops short of it)."""
-    if transfer_syntax(ds) == DEFLATED:
-        return None  # the position refers to the inflated stream; nothing to compare
-    start = fh.tell()
-    head = fh.read(12)
-    if len(head) < 8:
-        if len(ds) == 0:
-            return f"truncated: no data elements after the file meta header ({size} bytes)"
-        return f"truncated or not an image: the file ends at byte {start} without Pixel Data (7FE0,0010)"
-    implicit, little = getattr(ds, "original_encoding", (False, True))
-    order = "<" if little is not False else ">"
-    group, element = struct.unpack(order + "HH", head[:4])
-    if (group << 16) | element != PIXEL_DATA:
-        return None  # float / double pixel data: not checked
-    if implicit:
-        length, header_len = struct.unpack(order + "I", head[4:8])[0], 8
-    elif head[4:6] in _LONG_VRS:
-        if len(head) < 12:
-            return f"truncated inside the Pixel Data header at byte {start}"
-        length, header_len = struct.unpack(order + "I", head[8:12])[0], 12
-    else:
-        length, header_len = struct.unpack(order + "H", head[6:8])[0], 8
-    if length == 0xFFFFFFFF:
-        fh.seek(max(size - 8, 0))
-        if fh.read(8) != SEQUENCE_DELIMITER:
-            return "truncated: encapsulated Pixel Data does not end with a sequence delimiter"
-        return None
-    remaining = size - start - header_len
-    if remaining < length:
-        return f"truncated: Pixel Data declares {length} bytes but only {max(remaining, 0)} remain"
-    return None
 
 
 #: Attributes whose values are ASCII by definition (CS, UI, DA, DS, IS): read from the raw bytes.
@@ -285,17 +231,6 @@ def _tag(keyword: str) -> int:
     if tag is None:
         tag = _TAGS[keyword] = int(_pydicom().tag_for_keyword(keyword))
     return tag
-
-
-def transfer_syntax(ds: Any) -> str | None:
-    """The file meta's TransferSyntaxUID as text (None when absent)."""
-    meta = getattr(ds, "file_meta", None)
-    elem = meta.get_item(0x00020010) if meta is not None else None
-    if elem is None:
-        return None
-    value = elem.value
-    text = value.decode("ascii", "replace") if isinstance(value, bytes) else str(value or "")
-    return text.strip(" \x00") or None
 
 
 class Header:
@@ -394,37 +329,64 @@ def _terms() -> dict[str, Any]:
         *_INTS.values(),
         *_FLOATS.values(),
         *("patient", "photometricInterpretation", "viewPosition", "modality", "sopClass"),
-        *("hasVoiLut", "hasModalityLut", "transferSyntax"),
+        *("hasVoiLut", "hasModalityLut", "transferSyntax", "sopClassName", "hasPixelData"),
     )
     return {name: PG[name] for name in names}
 
 
-def write_header(ctx: ImportContext, node: Any, ds: Any, patients: Patients, hashes: Any) -> Header:
-    """Emit the header attributes of one file; its ``problems`` say what is wrong (no values quoted)."""
+def write_header(ctx: ImportContext, node: Any, parsed: Parsed, patients: Patients, hashes: Any) -> Header:
+    """Emit the header attributes of one file; its ``problems`` say what is wrong (no values quoted).
+
+    A file without Pixel Data is a DICOM object without an image (a structured report, an RT
+    plan, a DICOMDIR, a waveform): its header facts and SOP class are written and the image
+    attributes are not asked for. An image SOP class without Pixel Data is said so.
+    """
     add, term = ctx.add, _terms()
-    header = Header(ds)
+    header = Header(parsed.ds)
     text = {k: header.text(k) for k in (*NEEDED[:3], *HASHED, "Modality", "ViewPosition", "SOPClassUID")}
-    ints = {k: header.unsigned(k) for k in _INTS if k != "NumberOfFrames"}
-    present = {k: v is not None and v.strip() != "" for k, v in text.items()}
-    present.update({k: v is not None for k, v in ints.items()})
-    missing = [k for k in NEEDED if not present[k]]
+    sop = text["SOPClassUID"] or _meta_text(parsed, 0x00020002)
+    name = sop_class_name(sop)
     problems = header.problems
-    if missing:
-        problems.append(
-            f"missing {', '.join(missing)}; imported without {'it' if len(missing) == 1 else 'them'}"
-        )
-    add(node, term["patient"], patients.node(text["PatientID"]) if "PatientID" not in missing else None)
+    if parsed.pixels:
+        ints = {k: header.unsigned(k) for k in _INTS if k != "NumberOfFrames"}
+        present = {k: v is not None and v.strip() != "" for k, v in text.items()}
+        present.update({k: v is not None for k, v in ints.items()})
+        missing = [k for k in NEEDED if not present[k]]
+        if missing:
+            problems.append(
+                f"missing {', '.join(missing)}; its other header facts are imported "
+                f"(a rule that needs {'it' if len(missing) == 1 else 'them'} cannot judge this file)"
+            )
+    else:
+        ints, missing = {}, ["PhotometricInterpretation"]
+        if name is not None and "Image Storage" in name:
+            problems.append(
+                f"no Pixel Data (7FE0,0010) although its SOP class is {name}: imported as a header "
+                "without pixels (written without them, or cut at an element boundary)"
+            )
+    add(node, term["hasPixelData"], parsed.pixels)
+    add(node, term["patient"], patients.node(text["PatientID"]) if _filled(text["PatientID"]) else None)
     for keyword, prop in HASHED.items():
         if text[keyword] is not None:
             add(node, term[prop], hashes.optional(keyword, text[keyword]))
     if "PhotometricInterpretation" not in missing:
         add(node, term["photometricInterpretation"], text["PhotometricInterpretation"].strip().upper())
-    add(node, term["viewPosition"], (text["ViewPosition"] or "").strip().upper())
+    if parsed.pixels:  # a view position belongs to an image: a report has none, not a blank one
+        add(node, term["viewPosition"], (text["ViewPosition"] or "").strip().upper())
     add(node, term["modality"], (text["Modality"] or "").strip() or None)
-    add(node, term["sopClass"], text["SOPClassUID"] or None)
+    add(node, term["sopClass"], sop)
+    add(node, term["sopClassName"], name)
     for keyword, number in ints.items():
         add(node, term[_INTS[keyword]], number)
-    numbers = {"NumberOfFrames": _INTS["NumberOfFrames"], **_FLOATS}
+    _write_numbers(header, node, add, term, problems, parsed.pixels)
+    add(node, term["hasVoiLut"], header.has("VOILUTSequence"))
+    add(node, term["hasModalityLut"], header.has("ModalityLUTSequence"))
+    add(node, term["transferSyntax"], parsed.transfer_syntax)
+    return header
+
+
+def _write_numbers(header: Header, node: Any, add: Any, term: Any, problems: list[str], image: bool) -> None:
+    numbers = {"NumberOfFrames": _INTS["NumberOfFrames"], **_FLOATS} if image else {}
     for keyword, prop in numbers.items():
         raw = header.first(keyword)
         if raw is None:
@@ -434,11 +396,34 @@ def write_header(ctx: ImportContext, node: Any, ds: Any, patients: Patients, has
         except ValueError:
             problems.append(f"{keyword} is not a number; ignored")
             continue
+        if keyword == "NumberOfFrames" and not (value.is_integer() and value >= 1):
+            problems.append("NumberOfFrames is not a whole number of at least 1; ignored")
+            continue
         add(node, term[prop], int(value) if keyword == "NumberOfFrames" else value)
-    add(node, term["hasVoiLut"], header.has("VOILUTSequence"))
-    add(node, term["hasModalityLut"], header.has("ModalityLUTSequence"))
-    add(node, term["transferSyntax"], transfer_syntax(ds))
-    return header
+
+
+def _filled(value: str | None) -> bool:
+    return value is not None and value.strip() != ""
+
+
+def _meta_text(parsed: Parsed, tag: int) -> str | None:
+    elem = parsed.meta.get(tag)
+    if elem is None or elem.value is None:
+        return None
+    value = elem.value
+    text = value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)
+    return text.strip(" \x00") or None
+
+
+@cache
+def sop_class_name(uid: str | None) -> str | None:
+    """pydicom's name for a SOP class UID (None when pydicom does not know it)."""
+    if not uid:
+        return None
+    from pydicom.uid import UID  # pydicom loads only when a DICOM is read
+
+    name = UID(uid).name
+    return None if name == uid else name
 
 
 def charset_problems(header: Header, caught: list[warnings.WarningMessage]) -> list[str]:

@@ -53,11 +53,13 @@ class Source:
 
 @dataclass(frozen=True)
 class Problem:
-    """A record an importer rejected (or a path it could not read)."""
+    """A record an importer rejected (or a path it could not read); with ``kept``, a record it
+    imported all the same, with something the reader should know (:meth:`ImportContext.note`)."""
 
     path: str
     line: int | None
     reason: str
+    kept: bool = False
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
@@ -167,6 +169,11 @@ class ImportContext:
     def problem(self, line: int | None, reason: str) -> None:
         """Reject one record: it is reported and recorded, and the import carries on."""
         self.problems.append(Problem(self.source.rel, line, reason))
+
+    def note(self, line: int | None, reason: str) -> None:
+        """Report something about a record that is imported all the same (a tag it lacks, text
+        that did not decode): listed as a note, it does not make ``ingest`` exit 2."""
+        self.problems.append(Problem(self.source.rel, line, reason, kept=True))
 
     def record(self) -> None:
         """Count one accepted record."""

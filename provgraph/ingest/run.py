@@ -154,7 +154,7 @@ def _clip(text: str) -> str:
 
 def _storable_problem(p: Problem) -> Problem:
     reason = _clip(p.reason)
-    return p if reason is p.reason else Problem(p.path, p.line, reason)
+    return p if reason is p.reason else Problem(p.path, p.line, reason, p.kept)
 
 
 def _run_importer(importer: Importer, source: Source, ctx: ImportContext) -> None:
@@ -205,20 +205,28 @@ def _write_import(ctx: ImportContext, key: str, started: dt.datetime) -> None:
         add(problem, PG.sourceFile, ctx.file_iri(p.path))
         add(problem, PG.sourceLine, p.line)
         add(problem, PG.message, p.reason)
+        if p.kept:
+            add(problem, PG.recordKept, True)
 
 
 def recorded_problems(store: Store, graph: str) -> list[Problem]:
     """Problems an earlier import of the same bytes recorded (reported again on a no-op)."""
     rows = store.select(
         f"""PREFIX pg: <{PG_NS}>
-        SELECT ?g ?path ?line ?msg WHERE {{ GRAPH ?g {{
+        SELECT ?g ?path ?line ?msg ?kept WHERE {{ GRAPH ?g {{
             ?p a pg:ImportProblem ; pg:sourceFile ?f ; pg:message ?msg .
-            ?f pg:path ?path . OPTIONAL {{ ?p pg:sourceLine ?line }} }} }}
+            ?f pg:path ?path . OPTIONAL {{ ?p pg:sourceLine ?line }}
+            OPTIONAL {{ ?p pg:recordKept ?kept }} }} }}
         ORDER BY ?line""",
         {"g": ox.NamedNode(graph)},
     )
     return [
-        Problem(r["path"].value, int(r["line"].value) if r["line"] else None, r["msg"].value)  # type: ignore[union-attr]
+        Problem(
+            r["path"].value,  # type: ignore[union-attr]
+            int(r["line"].value) if r["line"] else None,  # type: ignore[union-attr]
+            r["msg"].value,  # type: ignore[union-attr]
+            bool(r["kept"]) and r["kept"].value == "true",  # type: ignore[union-attr]
+        )
         for r in rows
     ]
 

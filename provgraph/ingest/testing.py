@@ -100,7 +100,12 @@ class Ingested:
     @property
     def rejected(self) -> list[Problem]:
         """Every record an importer rejected, over all sources (``ctx.problem`` calls)."""
-        return [p for r in self.results for p in r.problems]
+        return [p for r in self.results for p in r.problems if not p.kept]
+
+    @property
+    def notes(self) -> list[Problem]:
+        """Every note on a record that was imported all the same (``ctx.note`` calls)."""
+        return [p for r in self.results for p in r.problems if p.kept]
 
     def select(self, query: str) -> list[dict[str, str | None]]:
         """Run a SPARQL SELECT (the ``pg``, ``prov``, ``rdf``, ``rdfs`` and ``xsd`` prefixes

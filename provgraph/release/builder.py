@@ -237,7 +237,7 @@ def build(bundle: Bundle, store: Any) -> tuple[Built, Any]:
     spec = section(bundle)
     results, problems = ingest_paths(store, bundle, [bundle.root])
     bad = [f"{r.rel}: {r.error}" for r in results if r.outcome == "failed"]
-    bad += [str(p) for p in problems] + [str(p) for r in results for p in r.problems]
+    bad += [str(p) for p in problems] + [str(p) for r in results for p in r.problems if not p.kept]
     if bad:
         raise ReleaseRefused(f"not released: {len(bad)} input problem(s), first: {bad[0]}")
     report = run_gate(store, load_rules())  # statistics, rules, then the record
