@@ -51,6 +51,7 @@ class Parsed:
     transfer_syntax: str | None = None
     pixels: bool = False  # Pixel Data (or float / double pixel data) is present
     bare: bool = False  # no file meta: a bare data set pydicom read with force=True
+    inflated: Any = None  # a deflated data set: the buffer pydicom inflated it into
 
 
 @cache
@@ -86,14 +87,21 @@ def read_header(path: str, size: int) -> tuple[Parsed | None, str | None]:
             try:
                 parsed = _parse(fp, size)
             except Exception as err:  # pydicom raises many types on corrupt input
-                return None, f"unreadable DICOM header ({type(err).__name__})"
+                return None, _parse_error(err, size)
             if isinstance(parsed, str):
                 return None, parsed
-            if parsed.transfer_syntax == DEFLATED:
-                return parsed, None  # inflating the whole data set succeeded: the stream is complete
+            if parsed.inflated is not None:  # a deflated data set is checked as pydicom inflated it
+                fp, size = parsed.inflated, len(parsed.inflated.getvalue())
             return (None, reason) if (reason := _whole(parsed, fp, size)) else (parsed, None)
     except OSError as err:
         return None, f"cannot read: {err.strerror or err}"
+
+
+def _parse_error(err: Exception, size: int) -> str:
+    """What pydicom's parser raising means: running out of bytes inside a sequence item is a cut."""
+    if isinstance(err, EOFError | struct.error) or "No tag to read" in str(err):
+        return f"truncated inside a sequence: the file ends (at byte {size}) where an item must continue"
+    return f"unreadable DICOM header ({type(err).__name__})"
 
 
 def _parse(fp: Any, size: int) -> Parsed | str:
@@ -134,7 +142,10 @@ def _with_dcmread(fp: Any, size: int) -> Parsed | str:
         return f"truncated: no data elements after the file meta header ({size} bytes)"
     ts = _uid_text(meta.get(0x00020010))
     _, little = _encoding(ds)
-    return Parsed(ds, meta, ts, pixels=ts != DEFLATED and _at_pixel_tag(fp, little))
+    inflated = getattr(ds, "buffer", None) if ts == DEFLATED else None
+    if inflated is not None:
+        return Parsed(ds, meta, ts, pixels=_at_pixel_tag(inflated, little), inflated=inflated)
+    return Parsed(ds, meta, ts, pixels=_at_pixel_tag(fp, little))
 
 
 def _bare(fp: Any) -> Parsed | str:
@@ -220,7 +231,9 @@ def _fragments_end(fp: Any, value_at: int, size: int, order: str) -> int | str:
     fp.seek(value_at)
     try:
         count, offsets = _pydicom().parse_fragments(fp, endianness=order)
-    except ValueError:
+    except ValueError as err:  # pydicom's reasons: the data ends inside an item header, or a stray tag
+        if "end of the data" in str(err):
+            return "truncated inside the header of a Pixel Data fragment item"
         return "malformed encapsulated Pixel Data: an element that is not an item among its fragments"
     if not offsets:
         end = value_at  # no item at all: the delimiter must come straight away
