@@ -251,3 +251,31 @@ def test_cut_copies_in_a_bundle_are_rejected_and_the_rest_imports(tmp_path: Path
         assert [r["path"] for r in rows] == ["dicom/whole.dcm"]
     finally:
         ingested.close()
+
+
+def _facts(ingested) -> set[tuple[str, str, str]]:
+    """Every triple but the import activities' clocks and the catalog's graph names."""
+    rows = ingested.select(
+        "SELECT ?s ?p ?o WHERE { ?s ?p ?o "
+        "FILTER(?p NOT IN (prov:startedAtTime, prov:endedAtTime)) "
+        "FILTER(!STRSTARTS(STR(?s), 'urn:provgraph:') && !STRSTARTS(STR(?o), 'urn:provgraph:')) }"
+    )
+    return {(r["s"], r["p"], r["o"]) for r in rows}
+
+
+def test_worker_processes_import_exactly_what_one_process_does(corpus: Path, monkeypatch) -> None:
+    """A folder of at least MIN_FILES members is read by forked workers
+    (:mod:`provgraph.importers.dicom_pool`); the graph, the counts and every message, in order,
+    are those of the serial loop."""
+    runs = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("PROVGRAPH_WORKERS", workers)
+        ingested = ingest_bundle(corpus)
+        try:
+            results = sorted((r.rel, r.records, r.triples) for r in ingested.results if "pydicom" in r.rel)
+            messages = [(str(p), p.kept) for r in ingested.results for p in r.problems]
+            runs[workers] = (_facts(ingested), results, messages)
+        finally:
+            ingested.close()
+    assert len(runs["1"][0]) > 5000 and len(runs["1"][2]) == 5 + 82
+    assert runs["1"] == runs["2"]

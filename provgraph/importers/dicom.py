@@ -170,38 +170,46 @@ class DicomImporter(UsesSecret, Importer):
 
     def ingest(self, source: Source, ctx: ImportContext) -> None:
         patients = Patients(ctx)
-        hashes = patients.pseudonyms
-        add = ctx.add
         members = (
             source.members if source.kind == "tree" else (Member(source.rel, source.sha256, source.size),)
         )
-        root = str(ctx.bundle.root)
-        tree, has_member, file_class, dicom_class = ctx.source_iri, PROV.hadMember, PG.File, PG.DicomFile
-        path, sha256, size = PG.path, PG.sha256, PG.byteSize
-        with quiet_pydicom() as caught:
-            for member in members:
-                node = ctx.file_iri(member.rel)
-                if source.kind == "tree":
-                    add(tree, has_member, node)
-                    add(node, RDF_TYPE, file_class)
-                    add(node, path, member.rel)
-                    add(node, sha256, member.sha256)
-                    add(node, size, member.size)
-                ctx.advance(member.size)
-                if not must_be_dicom(member.rel):
-                    ctx.record()
-                    continue
-                del caught[:]
-                parsed, reason = read_header(os.path.join(root, member.rel), member.size)
-                where = f"{member.rel}: " if source.kind == "tree" else ""
-                if parsed is None:
-                    ctx.problem(None, where + (reason or "unreadable"))
-                    continue
-                add(node, RDF_TYPE, dicom_class)
-                header = write_header(ctx, node, parsed, patients, hashes)
-                for p in header.problems + charset_problems(header, caught):
-                    ctx.note(None, where + p)  # the header is imported: these are notes, not rejections
+        # lazy: the pool module (multiprocessing) loads only for folders large enough to split
+        from provgraph.importers.dicom_pool import import_in_parallel
+
+        if not import_in_parallel(ctx, members, source.kind == "tree", patients):
+            import_members(ctx, members, source.kind == "tree", patients)
+
+
+def import_members(ctx: Any, members: Any, tree: bool, patients: Any) -> None:
+    """Import ``members`` through ``ctx`` (the import's own context, or a worker's)."""
+    add, hashes = ctx.add, patients.pseudonyms
+    root = str(ctx.bundle_root)
+    source, has_member, file_class, dicom_class = ctx.source_iri, PROV.hadMember, PG.File, PG.DicomFile
+    path, sha256, size = PG.path, PG.sha256, PG.byteSize
+    with quiet_pydicom() as caught:
+        for member in members:
+            node = ctx.file_iri(member.rel)
+            if tree:
+                add(source, has_member, node)
+                add(node, RDF_TYPE, file_class)
+                add(node, path, member.rel)
+                add(node, sha256, member.sha256)
+                add(node, size, member.size)
+            ctx.advance(member.size)
+            if not must_be_dicom(member.rel):
                 ctx.record()
+                continue
+            del caught[:]
+            parsed, reason = read_header(os.path.join(root, member.rel), member.size)
+            where = f"{member.rel}: " if tree else ""
+            if parsed is None:
+                ctx.problem(None, where + (reason or "unreadable"))
+                continue
+            add(node, RDF_TYPE, dicom_class)
+            header = write_header(ctx, node, parsed, patients, hashes)
+            for p in header.problems + charset_problems(header, caught):
+                ctx.note(None, where + p)  # the header is imported: these are notes, not rejections
+            ctx.record()
 
 
 #: Attributes whose values are ASCII by definition (CS, UI, DA, DS, IS): read from the raw bytes.
@@ -334,7 +342,7 @@ def _terms() -> dict[str, Any]:
     return {name: PG[name] for name in names}
 
 
-def write_header(ctx: ImportContext, node: Any, parsed: Parsed, patients: Patients, hashes: Any) -> Header:
+def write_header(ctx: Any, node: Any, parsed: Parsed, patients: Any, hashes: Any) -> Header:
     """Emit the header attributes of one file; its ``problems`` say what is wrong (no values quoted).
 
     A file without Pixel Data is a DICOM object without an image (a structured report, an RT

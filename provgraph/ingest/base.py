@@ -132,11 +132,14 @@ class ImportContext:
         progress: Progress,
     ) -> None:
         self.bundle = bundle
+        self.bundle_root = bundle.root
         self.source = source
         self.importer = importer
         self.base = bundle.contract.base_iri
         self._writer = writer
         self.add = writer.add
+        #: Triples formatted elsewhere (a worker process's own TripleWriter): text and count.
+        self.add_lines = writer.add_lines
         self.problems: list[Problem] = []
         self.records = 0
         self._progress = progress

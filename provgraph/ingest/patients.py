@@ -34,8 +34,10 @@ class Patients:
         The raw value goes no further than the HMAC.
         """
         digest = self.pseudonyms.patient(raw)
-        if digest is None:
-            return None
+        return None if digest is None else self.from_digest(digest)
+
+    def from_digest(self, digest: str) -> IRI:
+        """The patient node of a pseudonym computed elsewhere (a worker process), typed once."""
         node = self.ctx.iri("patient", digest)
         if digest not in self._seen:
             self._seen.add(digest)

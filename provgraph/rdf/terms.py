@@ -163,5 +163,11 @@ class TripleWriter:
         self._write(line)
         self.count += 1
 
+    def add_lines(self, text: str, count: int) -> None:
+        """Write ``count`` triples another :class:`TripleWriter` formatted (and checked), e.g. in
+        a worker process that parsed files in parallel."""
+        self._write(text)
+        self.count += count
+
 
 _ASCII_FAST = MAX_TRIPLE_BYTES // 4  # a line this short cannot be over the limit in UTF-8
