@@ -279,3 +279,42 @@ def test_worker_processes_import_exactly_what_one_process_does(corpus: Path, mon
             ingested.close()
     assert len(runs["1"][0]) > 5000 and len(runs["1"][2]) == 5 + 82
     assert runs["1"] == runs["2"]
+
+
+@pytest.mark.parametrize(
+    "syntax",
+    [
+        "1.2.840.10008.1.2.4.57",  # JPEG lossless, non-hierarchical
+        "1.2.840.10008.1.2.4.92",  # JPEG 2000 Part 2 multi-component, lossless
+        "1.2.840.10008.1.2.4.93",  # JPEG 2000 Part 2 multi-component
+        "1.2.840.10008.1.2.4.201",  # HTJ2K lossless
+        "1.2.840.10008.1.2.4.202",  # HTJ2K lossless RPCL
+        "1.2.840.10008.1.2.4.203",  # HTJ2K
+    ],
+)
+def test_encapsulated_syntaxes_the_corpus_lacks(syntax: str, tmp_path: Path) -> None:
+    """pydicom-data 1.0.0 has no file in these syntaxes; a corpus JPEG 2000 file relabelled
+    with pydicom (same encapsulated items, another transfer syntax UID) stands in: the importer
+    only walks the fragments, so the codestream's codec does not matter to it."""
+    from pydicom import dcmread
+
+    ds = dcmread(PYDICOM / "test_files" / "MR_small_jp2klossless.dcm")
+    ds.file_meta.TransferSyntaxUID = syntax
+    root = write_bundle(tmp_path / "b", {}, CONTRACT)
+    (root / "dicom").mkdir()
+    ds.save_as(root / "dicom" / "a.dcm", enforce_file_format=True)
+    data = (root / "dicom" / "a.dcm").read_bytes()
+    # 200 bytes off: the 138-byte trailer, the delimiter and 54 bytes of the last fragment
+    (root / "dicom" / "cut.dcm").write_bytes(data[: len(data) - 200])
+    ingested = ingest_bundle(root)
+    try:
+        assert [str(p) for p in ingested.rejected] == [
+            "dicom: dicom/cut.dcm: truncated inside Pixel Data fragment item 2: it declares 4314 bytes, "
+            "4260 are present"
+        ]
+        rows = ingested.select(
+            "SELECT ?path ?ts WHERE { ?f a pg:DicomFile ; pg:path ?path ; pg:transferSyntax ?ts }"
+        )
+        assert rows == [{"path": "dicom/a.dcm", "ts": syntax}]
+    finally:
+        ingested.close()
