@@ -318,3 +318,18 @@ def test_encapsulated_syntaxes_the_corpus_lacks(syntax: str, tmp_path: Path) -> 
         assert rows == [{"path": "dicom/a.dcm", "ts": syntax}]
     finally:
         ingested.close()
+
+
+def test_zero_padding_after_the_last_element_is_not_a_cut(tmp_path: Path) -> None:
+    """pydicom skips fewer than 8 bytes after the last element; zeros there are padding, while
+    the first bytes of another element header mean the file was cut inside it."""
+    whole = (PYDICOM / "test_files" / "CT_small.dcm").read_bytes()  # ends with (FFFC,FFFC) padding
+    cut = tmp_path / "x.dcm"
+    with quiet_pydicom():
+        cut.write_bytes(whole + b"\x00\x00")
+        assert read_header(str(cut), len(whole) + 2)[1] is None
+        cut.write_bytes(whole + b"\xfc\xff\xfc")
+        assert read_header(str(cut), len(whole) + 3) == (
+            None,
+            "truncated: the 3 bytes after element (FFFC,FFFC) are not a whole data element",
+        )

@@ -276,7 +276,12 @@ def _last_element_problem(
     """The last element parsed before the end of the file must end where the file does."""
     items = elems._dict if hasattr(elems, "_dict") else elems
     if not items:
-        return f"truncated: {size - after} bytes after Pixel Data are not a data element" if after else None
+        if after is None:
+            return None
+        fp.seek(after)
+        if size - after <= 64 and not fp.read(size - after).strip(b"\0"):
+            return None  # zero padding after Pixel Data (pydicom skips it too)
+        return f"truncated: {size - after} bytes after Pixel Data are not a data element"
     tag, last = next(reversed(items.items()))
     where = f"({int(tag) >> 16:04X},{int(tag) & 0xFFFF:04X})"
     length = getattr(last, "length", None)
@@ -293,5 +298,8 @@ def _last_element_problem(
         present = size - last.value_tell
         return f"truncated inside element {where}: it declares {length} bytes, {present} are present"
     if end < size:
+        fp.seek(end)
+        if not fp.read(min(size - end, 64)).strip(b"\0") and size - end <= 64:
+            return None  # zero padding after the last element (pydicom skips it too)
         return f"truncated: the {size - end} bytes after element {where} are not a whole data element"
     return None
