@@ -333,3 +333,26 @@ def test_zero_padding_after_the_last_element_is_not_a_cut(tmp_path: Path) -> Non
             None,
             "truncated: the 3 bytes after element (FFFC,FFFC) are not a whole data element",
         )
+
+
+def test_a_long_header_value_is_skipped_not_read(tmp_path: Path) -> None:
+    """A private OB element of 4 MiB before Pixel Data: its declared length is checked, its
+    bytes are not loaded (memory stays bounded by the attributes the importer reads)."""
+    from pydicom import dcmread
+
+    ds = dcmread(PYDICOM / "test_files" / "CT_small.dcm")
+    ds.add_new(0x00091010, "LO", "PRIVATE CREATOR")
+    ds.add_new(0x00091011, "OB", b"\x01" * (4 << 20))
+    path = tmp_path / "long.dcm"
+    ds.save_as(path, enforce_file_format=True)
+    with quiet_pydicom():
+        parsed, reason = read_header(str(path), path.stat().st_size)
+        assert reason is None and parsed is not None
+        assert parsed.ds._dict[0x00091011].value is None  # deferred by pydicom: never read
+        data = path.read_bytes()
+        at = data.find(b"\x01" * 64) + 1000
+        path.write_bytes(data[:at])
+        assert read_header(str(path), at) == (
+            None,
+            f"truncated inside element (0009,1011): it declares {4 << 20} bytes, 1000 are present",
+        )

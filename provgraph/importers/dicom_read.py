@@ -32,6 +32,8 @@ from typing import Any
 MAGIC_OFFSET = 128
 #: Files up to this size are read in one call and parsed from memory (syscalls dominate small files).
 IN_MEMORY = 1 << 20
+#: Header values longer than this are skipped, not read (every attribute the importer reads is short).
+DEFER = 1 << 16
 PIXEL_TAGS = frozenset({0x7FE00010, 0x7FE00009, 0x7FE00008})
 IMPLICIT_LE = "1.2.840.10008.1.2"
 EXPLICIT_BE = "1.2.840.10008.1.2.2"
@@ -116,7 +118,7 @@ def _parse(fp: Any, size: int) -> Parsed | str:
     if fp.tell() >= size:
         return f"truncated: no data elements after the file meta header ({size} bytes)"
     implicit, little = ts == IMPLICIT_LE, ts != EXPLICIT_BE
-    ds = lib.read_dataset(fp, implicit, little, stop_when=_at_pixels)
+    ds = lib.read_dataset(fp, implicit, little, stop_when=_at_pixels, defer_size=DEFER)
     return Parsed(ds, meta, ts, pixels=_at_pixel_tag(fp, little))
 
 
@@ -134,7 +136,7 @@ def _with_dcmread(fp: Any, size: int) -> Parsed | str:
     lib = _pydicom()
     fp.seek(0)
     try:
-        ds = lib.dcmread(fp, stop_before_pixels=True)
+        ds = lib.dcmread(fp, stop_before_pixels=True, defer_size=DEFER)
     except zlib.error:
         return "truncated or corrupt: the deflated data set does not inflate"
     meta = {int(t): e for t, e in ds.file_meta.items()}
