@@ -7,6 +7,7 @@ of 100 like a study tree, then times, alternating and best of ``--repeat``:
 
 * baseline: ``pydicom.dcmread(path, stop_before_pixels=True)`` for every file;
 * importer: the ``dicom`` importer's own pass (headers, keyed hashes, triples);
+* serial: the same with ``PROVGRAPH_WORKERS=1`` (one process);
 * describe: the framework hashing every member of the folder (part of ingest);
 * ingest: ``provgraph ingest`` of the folder end to end (hash every file, import, bulk load
   into an on-disk Oxigraph store, switch the graph).
@@ -72,6 +73,19 @@ def importer_pass(root: Path) -> float:
     return elapsed
 
 
+def serial_pass(root: Path) -> float:
+    """The importer's pass with ``PROVGRAPH_WORKERS=1``: the serial loop, no worker processes."""
+    before = os.environ.get("PROVGRAPH_WORKERS")
+    os.environ["PROVGRAPH_WORKERS"] = "1"
+    try:
+        return importer_pass(root)
+    finally:
+        if before is None:
+            del os.environ["PROVGRAPH_WORKERS"]
+        else:
+            os.environ["PROVGRAPH_WORKERS"] = before
+
+
 def describe(root: Path) -> float:
     from provgraph.bundle.layout import Bundle
     from provgraph.ingest.sources import describe_source
@@ -128,6 +142,7 @@ def main() -> None:
                 {
                     "baseline": baseline(files),
                     "importer": importer_pass(root),
+                    "serial": serial_pass(root),
                     "describe": describe(root),
                     "ingest": full_ingest(root, Path(tmp) / f"store{i}"),
                 }
