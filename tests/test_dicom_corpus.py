@@ -356,3 +356,35 @@ def test_a_long_header_value_is_skipped_not_read(tmp_path: Path) -> None:
             None,
             f"truncated inside element (0009,1011): it declares {4 << 20} bytes, 1000 are present",
         )
+
+
+def _meta_end(data: bytes) -> int:
+    fp = io.BytesIO(data)
+    fp.seek(132)
+    for _ in data_element_generator(fp, False, True, stop_when=lambda t, vr, n: t >> 16 != 2):
+        pass
+    return fp.tell()
+
+
+def test_a_data_set_in_implicit_vr_under_an_explicit_transfer_syntax(tmp_path: Path) -> None:
+    """pydicom's fallback (``filereader._is_implicit_vr``): the file meta says explicit VR little
+    endian, the data set is implicit; pydicom reads it as implicit, and so does the importer.
+    Built from two corpus files holding the same data set: MR_small.dcm's file meta, then
+    MR_small_implicit.dcm's data set."""
+    explicit = (PYDICOM / "test_files" / "MR_small.dcm").read_bytes()
+    implicit = (PYDICOM / "test_files" / "MR_small_implicit.dcm").read_bytes()
+    data = explicit[: _meta_end(explicit)] + implicit[_meta_end(implicit) :]
+    path = tmp_path / "mixed.dcm"
+    path.write_bytes(data)
+    with quiet_pydicom():
+        assert pydicom.dcmread(path).Rows == 64  # pydicom itself reads it
+        parsed, reason = read_header(str(path), len(data))
+        assert reason is None and parsed is not None and parsed.pixels
+        assert parsed.transfer_syntax == "1.2.840.10008.1.2.1"
+        first = next(iter(parsed.ds._dict.values()))
+        assert first.is_implicit_VR
+        assert parsed.ds.Rows == 64 and parsed.ds.PatientID == pydicom.dcmread(path).PatientID
+        path.write_bytes(data[:-200])  # Pixel Data ends this file: 200 of its bytes are gone
+        assert read_header(str(path), len(data) - 200)[1] == (
+            "truncated: Pixel Data declares 8192 bytes but only 7992 remain"
+        )
