@@ -61,13 +61,11 @@ def _pydicom() -> SimpleNamespace:
     """The pydicom functions reading uses, imported once (pydicom loads only when needed)."""
     from pydicom import dcmread
     from pydicom.encaps import parse_fragments
-    from pydicom.errors import InvalidDicomError
     from pydicom.filereader import data_element_generator, read_dataset
 
     return SimpleNamespace(
         dcmread=dcmread,
         parse_fragments=parse_fragments,
-        InvalidDicomError=InvalidDicomError,
         data_element_generator=data_element_generator,
         read_dataset=read_dataset,
     )
@@ -101,8 +99,10 @@ def read_header(path: str, size: int) -> tuple[Parsed | None, str | None]:
 
 def _parse_error(err: Exception, size: int) -> str:
     """What pydicom's parser raising means: running out of bytes inside a sequence item is a cut."""
-    if isinstance(err, EOFError | struct.error) or "No tag to read" in str(err):
+    if "No tag to read" in str(err):  # read_sequence_item found no item tag
         return f"truncated inside a sequence: the file ends (at byte {size}) where an item must continue"
+    if isinstance(err, EOFError | struct.error):  # a tag, length or value shorter than it must be
+        return f"truncated: pydicom's parser ran out of bytes inside an element (the file has {size})"
     return f"unreadable DICOM header ({type(err).__name__})"
 
 
