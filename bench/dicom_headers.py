@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -44,12 +45,23 @@ def make_files(root: Path, n: int) -> list[Path]:
     return files
 
 
+#: CPU seconds (this process and its reaped children) of the last baseline / importer pass.
+CPU: dict[str, float] = {}
+
+
+def cpu_now() -> float:
+    """CPU time of this process plus that of its children that have ended (the workers)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
 def baseline(files: list[Path]) -> float:
     from pydicom import dcmread
 
-    t0 = time.perf_counter()
+    c0, t0 = cpu_now(), time.perf_counter()
     for path in files:
         dcmread(path, stop_before_pixels=True)
+    CPU["baseline"] = cpu_now() - c0
     return time.perf_counter() - t0
 
 
@@ -66,9 +78,10 @@ def importer_pass(root: Path) -> float:
     source = describe_source(bundle, root / "dicom")
     with open(os.devnull, "w", encoding="utf-8") as sink:
         ctx = ImportContext(bundle, source, importer, TripleWriter(sink), Progress())
-        t0 = time.perf_counter()
+        c0, t0 = cpu_now(), time.perf_counter()
         importer.ingest(source, ctx)
         elapsed = time.perf_counter() - t0
+        CPU["importer"] = cpu_now() - c0
     assert not ctx.problems and ctx.records == len(source.members), ctx.problems[:3]
     return elapsed
 
@@ -137,12 +150,20 @@ def main() -> None:
         # Each round runs the passes back to back; the ratio of a round compares passes that ran
         # under the same load (the machine is shared), and the median ratio is the figure.
         rounds: list[dict[str, float]] = []
+        cpus: list[dict[str, float]] = []
         for i in range(args.repeat):
+            base = baseline(files)
+            cpu = {"baseline": CPU["baseline"]}
+            imp = importer_pass(root)
+            cpu["importer"] = CPU["importer"]
+            ser = serial_pass(root)
+            cpu["serial"] = CPU["importer"]
+            cpus.append(cpu)
             rounds.append(
                 {
-                    "baseline": baseline(files),
-                    "importer": importer_pass(root),
-                    "serial": serial_pass(root),
+                    "baseline": base,
+                    "importer": imp,
+                    "serial": ser,
                     "describe": describe(root),
                     "ingest": full_ingest(root, Path(tmp) / f"store{i}"),
                 }
@@ -153,6 +174,10 @@ def main() -> None:
             best = min(r[name] for r in rounds)
             ratio = statistics.median(r["baseline"] / r[name] for r in rounds)
             print(f"{name:<10} {best:8.2f} {n / best:9.0f} {ratio:24.2f}x")
+        for name in ("baseline", "importer", "serial"):
+            per_file = statistics.median(c[name] for c in cpus) / n * 1e6
+            ratio = statistics.median(c["baseline"] / c[name] for c in cpus)
+            print(f"CPU {name:<10} {per_file:6.0f} us/file (all processes), baseline/this {ratio:.2f}x")
         ratio = statistics.median(r["baseline"] / r["importer"] for r in rounds)
         from provgraph.importers.dicom_pool import worker_count  # after PROVGRAPH_WORKERS is read
 
