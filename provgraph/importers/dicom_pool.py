@@ -14,6 +14,7 @@ Set ``PROVGRAPH_WORKERS=1`` to read serially (or ``N`` to use N workers). Platfo
 
 from __future__ import annotations
 
+import gc
 import io
 import multiprocessing
 import os
@@ -37,6 +38,7 @@ class _Job:
     source_iri: IRI
     tree: bool
     pseudonyms: Any
+    members: Any  # inherited by the forked workers: tasks name only index ranges
 
 
 _JOB: _Job | None = None  # set before the workers fork: they inherit it
@@ -63,8 +65,11 @@ def import_in_parallel(ctx: ImportContext, members: Any, tree: bool, patients: A
         context = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform
         return False
-    _JOB = _Job(ctx.base, str(ctx.bundle_root), ctx.source_iri, tree, patients.pseudonyms)
-    chunks = [members[i : i + CHUNK] for i in range(0, len(members), CHUNK)]
+    _JOB = _Job(ctx.base, str(ctx.bundle_root), ctx.source_iri, tree, patients.pseudonyms, members)
+    chunks = [(i, min(i + CHUNK, len(members))) for i in range(0, len(members), CHUNK)]
+    # Objects that exist now are never collected in the workers: a collection there would
+    # write to (and so copy) every page of the inherited heap.
+    gc.freeze()
     try:
         with context.Pool(min(workers, len(chunks))) as pool:
             for text, count, problems, records, digests, nbytes in pool.imap(_work, chunks):
@@ -75,6 +80,7 @@ def import_in_parallel(ctx: ImportContext, members: Any, tree: bool, patients: A
                 ctx.records += records
                 ctx.advance(nbytes)
     finally:
+        gc.unfreeze()
         _JOB = None
     return True
 
@@ -124,9 +130,10 @@ class _WorkerPatients:
         return self.ctx.iri("patient", digest)
 
 
-def _work(members: Any) -> tuple[str, int, list[tuple[int | None, str, bool]], int, list[str], int]:
+def _work(span: tuple[int, int]) -> tuple[str, int, list[tuple[int | None, str, bool]], int, list[str], int]:
     job = _JOB
     assert job is not None, "the job is set before the workers fork"
+    members = job.members[span[0] : span[1]]
     ctx = _WorkerContext(job)
     patients = _WorkerPatients(ctx, job.pseudonyms)
     import_members(ctx, members, job.tree, patients)
