@@ -24,6 +24,7 @@ from pathlib import Path
 import data_store  # the test extra's pydicom-data distribution
 import pydicom
 import pytest
+from fixtures.make_images import write_dicom
 from pydicom.encaps import parse_fragments
 from pydicom.filereader import data_element_generator
 
@@ -388,3 +389,21 @@ def test_a_data_set_in_implicit_vr_under_an_explicit_transfer_syntax(tmp_path: P
         assert read_header(str(path), len(data) - 200)[1] == (
             "truncated: Pixel Data declares 8192 bytes but only 7992 remain"
         )
+
+
+def test_a_malformed_number_of_frames_is_a_note_and_not_stored(tmp_path: Path) -> None:
+    """badVR.dcm (pydicom's test file with values invalid for their VR) has a NumberOfFrames
+    that is not a number; a pydicom-written file says 0 frames. Both import with a note."""
+    root = write_bundle(tmp_path / "b", {}, CONTRACT)
+    shutil.copy(PYDICOM / "test_files" / "badVR.dcm", root / "bad.dcm")
+    write_dicom(root / "zero.dcm", attrs={"NumberOfFrames": "0"})
+    ingested = ingest_bundle(root)
+    try:
+        assert sorted(str(p) for p in ingested.notes) == [
+            "bad.dcm: NumberOfFrames is not a number; ignored",
+            "zero.dcm: NumberOfFrames is not a whole number of at least 1; ignored",
+        ]
+        assert ingested.rejected == []
+        assert not ingested.select("SELECT ?f WHERE { ?f pg:numberOfFrames ?n }")
+    finally:
+        ingested.close()
