@@ -332,7 +332,8 @@ def test_zero_padding_after_the_last_element_is_not_a_cut(tmp_path: Path) -> Non
         cut.write_bytes(whole + b"\xfc\xff\xfc")
         assert read_header(str(cut), len(whole) + 3) == (
             None,
-            "truncated: the 3 bytes after element (FFFC,FFFC) are not a whole data element",
+            "truncated or corrupt: the 3 bytes after element (FFFC,FFFC) are not a whole data element "
+            "(cut inside one, or stray bytes)",
         )
 
 
@@ -407,3 +408,16 @@ def test_a_malformed_number_of_frames_is_a_note_and_not_stored(tmp_path: Path) -
         assert not ingested.select("SELECT ?f WHERE { ?f pg:numberOfFrames ?n }")
     finally:
         ingested.close()
+
+
+def test_stray_bytes_are_called_corrupt_not_truncated(tmp_path: Path) -> None:
+    """Bytes inserted between two elements are read by pydicom as an element with a tag no
+    dictionary has, declaring far more bytes than the file holds: that is not a cut."""
+    data = (PYDICOM / "test_files" / "CT_small.dcm").read_bytes()
+    at = data.find(b"\x10\x00\x10\x00PN")  # (0010,0010) Patient's Name, explicit VR LE
+    path = tmp_path / "x.dcm"
+    path.write_bytes(data[:at] + b"[" * 5000 + data[at:])
+    with quiet_pydicom():
+        parsed, reason = read_header(str(path), len(data) + 5000)
+    assert parsed is None and reason is not None
+    assert reason.startswith("corrupt: bytes read as element (5B5B,5B5B), a tag no dictionary has, declare ")

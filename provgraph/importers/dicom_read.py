@@ -169,6 +169,26 @@ def _bare(fp: Any) -> Parsed | str:
     return Parsed(ds, {}, None, pixels=_at_pixel_tag(fp, little), bare=True)
 
 
+def _known_tag(tag: int, items: Any) -> bool:
+    """A tag pydicom's dictionaries know (repeating groups included), a group length, or a
+    private tag whose private creator (PS3.5 7.8.1) or another element of its group precedes it
+    (real files omit creators; stray bytes read as a tag rarely hit a group already present)."""
+    from pydicom.datadict import get_entry  # pydicom is loaded by now (a file was parsed)
+
+    group, element = tag >> 16, tag & 0xFFFF
+    if element == 0:  # group length (PS3.5 7.2)
+        return True
+    if group % 2 == 1:
+        if 0x10 <= element <= 0xFF:
+            return True  # a private creator
+        return element >= 0x1000 and any(int(t) >> 16 == group for t in items if int(t) != tag)
+    try:
+        get_entry(tag)
+    except KeyError:
+        return False
+    return True
+
+
 def _encoding(ds: Any) -> tuple[bool, bool]:
     """(implicit VR, little endian) as the elements were read: the first raw element says so
     (``dcmread`` records the transfer syntax's encoding even where ``read_dataset`` switched)."""
@@ -283,7 +303,10 @@ def _last_element_problem(
         fp.seek(after)
         if size - after <= 64 and not fp.read(size - after).strip(b"\0"):
             return None  # zero padding after Pixel Data (pydicom skips it too)
-        return f"truncated: {size - after} bytes after Pixel Data are not a data element"
+        return (
+            f"truncated or corrupt: the {size - after} bytes after Pixel Data are not a whole data "
+            "element (cut inside one, or stray bytes)"
+        )
     tag, last = next(reversed(items.items()))
     where = f"({int(tag) >> 16:04X},{int(tag) & 0xFFFF:04X})"
     length = getattr(last, "length", None)
@@ -298,10 +321,18 @@ def _last_element_problem(
     end = last.value_tell + length
     if end > size:
         present = size - last.value_tell
+        if not _known_tag(int(tag), items):  # not an element pydicom knows: stray bytes, not a cut
+            return (
+                f"corrupt: bytes read as element {where}, a tag no dictionary has, declare {length} "
+                f"bytes, more than the {present} left in the file"
+            )
         return f"truncated inside element {where}: it declares {length} bytes, {present} are present"
     if end < size:
         fp.seek(end)
         if not fp.read(min(size - end, 64)).strip(b"\0") and size - end <= 64:
             return None  # zero padding after the last element (pydicom skips it too)
-        return f"truncated: the {size - end} bytes after element {where} are not a whole data element"
+        return (
+            f"truncated or corrupt: the {size - end} bytes after element {where} are not a whole "
+            "data element (cut inside one, or stray bytes)"
+        )
     return None
