@@ -180,6 +180,7 @@ SCENARIOS: dict[str, dict[str, tuple[Scenario, Expect]]] = {
 #: (rule, importer, twin or "*") -> why that importer cannot carry the evidence (docstring table)
 UNSUPPORTED = {
     ("output-duplicate-custom-id", "calls", "*"): "canonical records have no batch (1)",
+    ("output-duplicate-custom-id", "declared", "*"): "declared records are canonical records (1)",
     ("pixel-conditions-differ-in-image", "openai", "file-only"): "a request carries the bytes (3)",
     ("output-call-not-successful", "openai", "timeout"): "request_timeout is recorded as error (4)",
     ("output-call-not-successful", "anthropic", "timeout"): "no timeout result type (4)",
@@ -250,6 +251,7 @@ def test_every_cell_is_run_or_explained() -> None:
 #: the model call A--s1's retry requested instead of the declared one, per importer
 OTHER_MODEL = {
     "calls": "gpt-4.1-2025-04-14",
+    "declared": "gpt-4.1-2025-04-14",
     "openai": "gpt-4.1-2025-04-14",
     "anthropic": "claude-3-7-sonnet-20250219",
 }

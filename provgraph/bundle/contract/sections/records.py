@@ -163,6 +163,12 @@ def specs(entry: dict[str, Any], index: int) -> list[FieldSpec]:
         if any(s.target == target for s in out):
             raise MappingError(key, f"{target} is mapped twice (in fields and in constants)")
         out.append(FieldSpec(target, key, constant=constant))
+    targets = {s.target for s in out}
+    if "output_text" in targets and targets & {"output_sha256", "output_bytes"}:
+        raise MappingError(
+            entry_key(index, "fields", "output_text"),
+            "output_text is recorded as output_sha256 and output_bytes: map one or the other",
+        )
     for required in ("call_id", "status"):
         if not any(s.target == required for s in out):
             raise MappingError(
