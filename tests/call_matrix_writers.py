@@ -226,7 +226,7 @@ glob = "harness/*.jsonl"
 where = { kind = "attempt" }
 [ingest.records.fields]
 call_id = "{condition}--{case}--1"
-status = { path = "outcome.state", map = { %s } }
+status = { path = "outcome.state", map = { STATE_MAP } }
 requested_model = "request.model"
 prompt.system = "request.messages[0].content"
 prompt.user = "request.messages[1].content"
@@ -241,7 +241,7 @@ output_bytes = { path = "outcome.bytes", optional = true }
 error = { path = "outcome.error", optional = true }
 [ingest.records.constants]
 prompt_source = "request"
-""" % ", ".join(f'{w} = "{s}"' for s, w in STATES.items())
+""".replace("STATE_MAP", ", ".join(f'{w} = "{s}"' for s, w in STATES.items()))
 
 
 def write_declared(root: Path, sc: Scenario) -> None:
@@ -266,7 +266,9 @@ def write_declared(root: Path, sc: Scenario) -> None:
         for key, theirs in (("output_sha256", "sha256"), ("output_bytes", "bytes"), ("error", "error")):
             if key in r:
                 outcome[theirs] = r[key]
-        events.append({"kind": "attempt", "condition": condition, "case": case, "request": request, "outcome": outcome})
+        events.append(
+            {"kind": "attempt", "condition": condition, "case": case, "request": request, "outcome": outcome}
+        )
     events.append({"kind": "summary", "attempts": len(records)})
     cb.write_jsonl(root / "harness" / "log.jsonl", events)
 
@@ -369,7 +371,12 @@ def write_anthropic(root: Path, sc: Scenario) -> None:
         cb.write_jsonl(root / "batches" / f"msgbatch_{b:02d}_results.jsonl", results)
 
 
-WRITERS = {"calls": write_calls, "openai": write_openai, "anthropic": write_anthropic, "declared": write_declared}
+WRITERS = {
+    "calls": write_calls,
+    "openai": write_openai,
+    "anthropic": write_anthropic,
+    "declared": write_declared,
+}
 
 
 def record_focus(importer: str, sc: Scenario, call_id: str, nth: int = 1) -> str:

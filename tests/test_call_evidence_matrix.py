@@ -33,6 +33,10 @@ batch request carries the image bytes themselves. (4) Twin ``timeout`` is canoni
 OpenAI's ``request_timeout`` error line is imported as status ``error`` (which the flawed twin
 covers) and Anthropic results have no timeout type.
 
+The ``declared`` writer writes the canonical records in a harness's own nested JSON Lines shape
+(its own words for the final states, among events of other kinds), read through an
+``[[ingest.records]]`` declaration: its cells are the ``calls`` column's.
+
 Anthropic results carry no image and OpenAI output lines no prompt: the image and prompt cells
 read the request, as the view does. A refusal is a ``content_filter`` finish (OpenAI) or a
 ``succeeded`` message with ``stop_reason: refusal`` (Anthropic), status ``refused`` in both.

@@ -79,8 +79,12 @@ class RecordsImporter(Importer):
         if not found:
             raise InputError(source.rel, "no [[ingest.records]] declaration's glob matches this file")
         if len(found) > 1:
-            a, b = (entry_key(i, "glob") for i in found[:2])
-            raise contract_error(bundle, ["ingest", "records", str(found[1]), "glob"], f"{source.rel} is also claimed by {a}")
+            first = entry_key(found[0], "glob")
+            raise contract_error(
+                bundle,
+                ["ingest", "records", str(found[1]), "glob"],
+                f"{source.rel} is also claimed by {first}",
+            )
         index = found[0]
         entry = entries[index]
         fields = specs(entry, index)
@@ -122,9 +126,7 @@ def _never_found(bundle: Bundle, fields: list[FieldSpec], seen: set[str], rel: s
             if path.text not in seen:
                 keys = spec.key.replace("ingest.records[", "ingest.records.").replace("]", "").split(".")
                 what = "the template names" if spec.template is not None else "the field path"
-                raise contract_error(
-                    bundle, keys, f"{what} {path.text!r}, which no record of {rel} holds"
-                )
+                raise contract_error(bundle, keys, f"{what} {path.text!r}, which no record of {rel} holds")
 
 
 def _records(
@@ -194,8 +196,8 @@ def canonical(value: Any, fields: list[FieldSpec], seen: set[str]) -> dict[str, 
 
 def _coerced(spec: FieldSpec, got: Any) -> Any:
     """A mapped value as its target needs it: a number names an id as text (JSON ids are
-    often numbers), a CSV cell holds a size as digits; anything else of the wrong kind is a
-    bad record."""
+    often numbers), a CSV cell holds a size as digits (an empty one records none); anything
+    else of the wrong kind is a bad record."""
     want = LEAVES.get(spec.target)
     if want is None or got is None:  # x_* keys hold anything; null is "not recorded"
         return got
@@ -207,6 +209,8 @@ def _coerced(spec: FieldSpec, got: Any) -> Any:
         raise RecordProblem(_wrong(spec, got, "text"))
     if isinstance(got, int) and not isinstance(got, bool):
         return got
+    if got == "":  # an empty CSV cell: nothing recorded
+        return None
     if isinstance(got, str) and got.strip().isdigit():
         return int(got)
     raise RecordProblem(_wrong(spec, got, "a whole number"))

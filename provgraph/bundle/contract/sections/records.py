@@ -100,7 +100,12 @@ def _targets(value: dict[str, Any], open_value: dict[str, Any]) -> dict[str, Any
     }
     props["decoding"] = {"type": "object", "additionalProperties": value}
     props["meta"] = {"type": "object", "additionalProperties": open_value}
-    return {"type": "object", "properties": props, "patternProperties": {_X: open_value}, "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": props,
+        "patternProperties": {_X: open_value},
+        "additionalProperties": False,
+    }
 
 
 ENTRY_SCHEMA: dict[str, Any] = {
@@ -230,5 +235,7 @@ def check(entries: list[dict[str, Any]]) -> list[tuple[list[str], str]]:
             specs(entry, index)
         except MappingError as err:
             key, reason = err.args
-            problems.append((key.replace("ingest.records[", "ingest.records.").replace("]", "").split("."), reason))
+            problems.append(
+                (key.replace("ingest.records[", "ingest.records.").replace("]", "").split("."), reason)
+            )
     return problems
