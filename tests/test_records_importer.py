@@ -66,6 +66,36 @@ def test_promptfoo_output_twins(twin: str, tmp_path: Path) -> None:
     assert not report.passed
 
 
+@pytest.mark.parametrize("twin", ["flawed", "clean"])
+def test_openai_evals_record_log_twins(twin: str, tmp_path: Path) -> None:
+    """``oaieval``'s JSON Lines record log, in the shape of openai/evals evals/record.py
+    (``LocalRecorder``: a spec line, one ``Event`` per line, a final report), written by
+    tests/fixtures/records/make_openai_evals.py; ``where`` reads its sampling events only. In the
+    flawed twin one completion came back empty and was logged as sampled: an ``ok`` call with a
+    0-byte answer, found at its record's line."""
+    root = shutil.copytree(FIXTURES / "records" / "openai_evals" / twin, tmp_path / twin)
+    ingested, report = _gate(root)
+    (log,) = [r for r in ingested.results if r.rel.startswith("logs/")]
+    assert (log.importer, log.records) == ("records", 3)  # 3 of 8 lines: the sampling events
+    fired = {
+        r.rule.id: [(report.short(v.focus), v.message, v.line) for v in r.violations]
+        for r in report.results
+        if r.violations
+    }
+    if twin == "clean":
+        assert fired == {} and report.passed
+        return
+    assert fired == {
+        "output-ok-without-output": [
+            (
+                f"record/{log.rel.replace('/', '%2F')}/test-match.s1.1/1",
+                "call test-match.s1.1 is logged ok but its response text is empty (0 bytes)",
+                4,
+            )
+        ]
+    }
+
+
 def test_promptfoo_records_carry_what_the_mapping_says(tmp_path: Path) -> None:
     root = shutil.copytree(PROMPTFOO / "clean", tmp_path / "b")
     ingested = ingest_bundle(root)
