@@ -27,7 +27,7 @@ class MappingError(ValueError):
 
 
 @dataclass(frozen=True)
-class Path:
+class FieldPath:
     """A parsed field path: its text and its steps (``str`` keys, ``int`` indexes)."""
 
     text: str
@@ -49,7 +49,7 @@ class Path:
         return value
 
 
-def parse_path(text: str, records: bool = False) -> Path:
+def parse_path(text: str, records: bool = False) -> FieldPath:
     """Parse a field path (``records``: the records path of a document, which may end in
     ``[*]`` or be ``$`` alone). Raises :class:`MappingError`."""
     rest = text.strip()
@@ -82,7 +82,7 @@ def parse_path(text: str, records: bool = False) -> Path:
         pos = found.end()
     if not steps and not records:
         raise MappingError(f"the field path {text!r} names no field")
-    return Path(text, tuple(steps), each)
+    return FieldPath(text, tuple(steps), each)
 
 
 @dataclass(frozen=True)
@@ -90,11 +90,11 @@ class Template:
     """Text with ``{path}`` placeholders: literal parts and paths, alternating."""
 
     text: str
-    parts: tuple[str | Path, ...]
+    parts: tuple[str | FieldPath, ...]
 
     @property
-    def paths(self) -> list[Path]:
-        return [p for p in self.parts if isinstance(p, Path)]
+    def paths(self) -> list[FieldPath]:
+        return [p for p in self.parts if isinstance(p, FieldPath)]
 
 
 def is_template(text: str) -> bool:
@@ -105,7 +105,7 @@ def is_template(text: str) -> bool:
 
 def parse_template(text: str) -> Template:
     """Parse a template. Raises :class:`MappingError` for an unpaired brace or a bad path."""
-    parts: list[str | Path] = []
+    parts: list[str | FieldPath] = []
     literal = ""
     pos = 0
     for m in _PLACEHOLDER.finditer(text):
@@ -144,14 +144,14 @@ class FieldSpec:
 
     target: str  # dotted: "status", "prompt.user", "decoding.temperature", "x_task"
     key: str  # where it is declared, for messages: "ingest.records[0].fields.status"
-    path: Path | None = None
+    path: FieldPath | None = None
     template: Template | None = None
     constant: Any = MISSING
     values: dict[str, Any] = field(default_factory=dict)  # the value map
     optional: bool = False
 
     @property
-    def sources(self) -> list[Path]:
+    def sources(self) -> list[FieldPath]:
         """The record fields this spec reads."""
         if self.path is not None:
             return [self.path]
