@@ -350,3 +350,32 @@ def test_the_fixture_contract_is_the_readme_example() -> None:
     block = contract[contract.index("[[ingest.records]]") :]
     assert block in readme
     assert tomllib.loads(contract)["ingest"]["records"][0]["records"] == "$.results.results[*]"
+
+
+def test_nested_targets_and_constants(tmp_path: Path) -> None:
+    """``decoding`` and ``meta`` targets nest as TOML tables do; a constant's decoding is the
+    record's (``prompt.system`` by path, ``decoding.max_tokens`` by path, temperature constant)."""
+    rows = [{"task": "arc", "doc_id": 1, "finish": "stop", "sys": "Be brief.", "cfg": {"max_gen": 64}}]
+    contract = (
+        HEAD
+        + GOOD
+        + (
+            'prompt.system = "sys"\ndecoding.max_tokens = "cfg.max_gen"\n'
+            '[ingest.records.constants]\ndecoding = { temperature = 0 }\nprompt_source = "config"\n'
+        )
+    )
+    ingested = ingest_bundle(write_bundle(tmp_path / "b", {"runs/a.jsonl": _jsonl(rows)}, contract))
+    assert ingested.rejected == []
+    rows = ingested.select(
+        "SELECT ?t ?m ?capture WHERE { ?r pg:temperature ?t ; pg:maxTokens ?m ; pg:promptCapture ?capture }"
+    )
+    assert rows == [{"t": "0", "m": "64", "capture": "config"}], rows
+
+
+def test_records_importer_named_for_an_undeclared_file(cli, tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {"other.jsonl": _jsonl(LINES)}, HEAD + GOOD)
+    (root / "runs").mkdir()
+    (root / "runs" / "a.jsonl").write_text(_jsonl(LINES), encoding="utf-8")
+    r = cli("-C", str(root), "ingest", "--importer", "records", str(root / "other.jsonl"))
+    assert r.code == 2
+    assert "other.jsonl: no [[ingest.records]] declaration's glob matches this file" in r.err, r.err
