@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from provgraph.cli import App, pass_app
-from provgraph.cli.common import out
-from provgraph.errors import ExitCode
+from provgraph.cli.common import err, out
+from provgraph.errors import ExitCode, ProvgraphError, UsageError
 from provgraph.rules.formats import FORMATS
 from provgraph.rules.rule import CLAUSES
 
@@ -56,6 +56,12 @@ _SHOWN = 20
     "--all-violations", is_flag=True, help=f"List every violation (default: first {_SHOWN} per rule)."
 )
 @click.option("--no-record", is_flag=True, help="Do not record this check in the store.")
+@click.option(
+    "--sarif-base",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder SARIF uris are relative to (%SRCROOT%; default: the git top-level holding the "
+    "bundle, else the bundle root). GitHub reads them from the repository root.",
+)
 @pass_app
 def command(
     app: App,
@@ -66,6 +72,7 @@ def command(
     rules_dir: Path | None,
     all_violations: bool,
     no_record: bool,
+    sarif_base: Path | None,
 ) -> int:
     """Run the contract rules and exit 1 when the gate fails.
 
@@ -88,12 +95,15 @@ def command(
     record = not no_record and not rule_ids and rules_dir is None
     report = run_gate(store, rules, explicit=bool(clauses or rule_ids), record=record)
     machine = fmt != "text"
+    place = sarif_place(app, sarif_base) if fmt == "sarif" else None
     if output is not None:
-        output.write_text(render(report, fmt), encoding="utf-8")
+        output.write_text(render(report, fmt, place), encoding="utf-8")
     if machine and output is None:
-        click.echo(render(report, fmt), nl=False)
-    elif app.verbosity >= 0 or not report.passed:
+        click.echo(render(report, fmt, place), nl=False)
+    elif app.verbosity >= 0:
         _print_table(report, None if all_violations else _SHOWN)
+    elif any(r.outcome == "error" for r in report.results):
+        _print_errors(report)
     if output is not None or not machine:
         style = "bold green" if report.passed else "bold red"
         out.print(Text(gate_line(report), style=style))
@@ -141,3 +151,42 @@ def _print_table(report, limit: int | None) -> None:  # report: CheckReport
                 )
             if r.violations:
                 out.print(Text(f"  remedy: {r.rule.remedy}", style="dim"))
+
+
+def _print_errors(report) -> None:  # report: CheckReport
+    """``-q``: only the rules that could not run (the verdict line follows)."""
+    for r in report.results:
+        if r.outcome == "error":
+            err.print(Text(f"provgraph: error: {r.rule.id} could not run: {r.error}"))
+
+
+def sarif_place(app: App, base: Path | None):  # -> SarifPlace
+    """Where the bundle lies below the SARIF base, and the contract line of each clause."""
+    # lazy: only the command that runs loads its engine (start-up time)
+    from provgraph.bundle.contract import CONTRACT_FILE
+    from provgraph.bundle.contract.sections import section_modules
+    from provgraph.rules.sarif import SarifPlace, clause_lines
+
+    try:
+        bundle = app.bundle()
+    except ProvgraphError:  # --store alone: paths stay bundle-relative
+        return SarifPlace()
+    root = bundle.root.resolve()
+    top = base.resolve() if base is not None else _git_top(root) or root
+    if not root.is_relative_to(top):
+        raise UsageError(f"--sarif-base {base}: the bundle {root} is not inside it")
+    prefix = root.relative_to(top).as_posix()
+    contract = bundle.root / CONTRACT_FILE
+    try:
+        text = contract.read_text(encoding="utf-8", errors="replace")
+    except OSError:  # a store checked after the contract file moved: no clause lines
+        text = ""
+    sections = {name: tuple(m.CLAUSES) for name, m in section_modules().items()}
+    return SarifPlace("" if prefix == "." else prefix, CONTRACT_FILE, clause_lines(text, sections))
+
+
+def _git_top(start: Path) -> Path | None:
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():  # a folder, or a file in a worktree or submodule
+            return folder
+    return None
