@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from provgraph.cli import App, pass_app
-from provgraph.cli.common import err, out
+from provgraph.cli.common import REJECTIONS_SHOWN, capped_rejections, err, out, progress_bar
 from provgraph.errors import ExitCode, ProvgraphError, UsageError
 from provgraph.rules.formats import FORMATS
 from provgraph.rules.rule import CLAUSES
@@ -57,6 +57,13 @@ _SHOWN = 20
 )
 @click.option("--no-record", is_flag=True, help="Do not record this check in the store.")
 @click.option(
+    "--ingest",
+    "ingest_first",
+    is_flag=True,
+    help="Import the whole bundle first (as `provgraph ingest`): one command gates a fresh "
+    "checkout (CI, the pre-commit hook). Rejected records then exit 2 even when the gate passes.",
+)
+@click.option(
     "--sarif-base",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Folder SARIF uris are relative to (%SRCROOT%; default: the git top-level holding the "
@@ -72,6 +79,7 @@ def command(
     rules_dir: Path | None,
     all_violations: bool,
     no_record: bool,
+    ingest_first: bool,
     sarif_base: Path | None,
 ) -> int:
     """Run the contract rules and exit 1 when the gate fails.
@@ -91,6 +99,7 @@ def command(
     from provgraph.rules.runner import select_rules
 
     store = app.open_store()
+    rejected = _ingest(app, store) if ingest_first else False
     rules = select_rules(load_rules(rules_dir), clauses, rule_ids)
     record = not no_record and not rule_ids and rules_dir is None
     report = run_gate(store, rules, explicit=bool(clauses or rule_ids), record=record)
@@ -107,7 +116,27 @@ def command(
     if output is not None or not machine:
         style = "bold green" if report.passed else "bold red"
         out.print(Text(gate_line(report), style=style))
-    return ExitCode.OK if report.passed else ExitCode.VIOLATIONS
+    if not report.passed:
+        return ExitCode.VIOLATIONS
+    return ExitCode.USAGE if rejected else ExitCode.OK
+
+
+def _ingest(app: App, store) -> bool:  # store: Store
+    """``--ingest``: import the bundle; True when a file failed or a record was rejected."""
+    # lazy: only the command that runs loads its engine (start-up time)
+    from provgraph.ingest.run import ingest_paths
+
+    bundle = app.bundle()
+    with progress_bar(app.verbosity >= 0) as progress:
+        results, problems = ingest_paths(store, bundle, [bundle.root], None, progress)
+    store.flush()
+    bad = [*problems, *(p for r in results for p in r.problems)]
+    failed = [r for r in results if r.outcome == "failed"]
+    for r in failed:
+        err.print(f"provgraph: error: {r.error}", markup=False)
+    for line in capped_rejections(bad, REJECTIONS_SHOWN):
+        err.print(line, markup=False)
+    return bool(failed or bad)
 
 
 def _print_table(report, limit: int | None) -> None:  # report: CheckReport

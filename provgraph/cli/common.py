@@ -100,7 +100,7 @@ def capped_rejections(problems: Iterable[Problem], limit: int | None) -> Iterato
             continue
         yield (
             f"provgraph: rejected: {path}: {sum(rest.values())} more records rejected "
-            "(--all-rejections lists them):"
+            "(`provgraph ingest --all-rejections` lists them):"
         )
         for kind, n in rest.most_common(_KINDS):
             yield f"provgraph: rejected: {path}:   {n} x {kind}"
