@@ -74,7 +74,8 @@ def test_reason_kind_blanks_values_not_words() -> None:
     problems = [Problem("a.csv", i, f"bad id 'X{i}'") for i in range(4)] + [Problem("b.csv", 1, "empty")]
     assert list(capped_rejections(problems, 1)) == [
         "provgraph: rejected: a.csv:0: bad id 'X0'",
-        "provgraph: rejected: a.csv: 3 more records rejected (`provgraph ingest --all-rejections` lists them):",
+        "provgraph: rejected: a.csv: 3 more records rejected"
+        " (`provgraph ingest --all-rejections` lists them):",
         "provgraph: rejected: a.csv:   3 x bad id '…'",
         "provgraph: rejected: b.csv:1: empty",
     ]

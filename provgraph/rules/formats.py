@@ -7,7 +7,6 @@ import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from provgraph import __version__
 from provgraph.rules.runner import CheckReport, Outcome
 from provgraph.rules.sarif import SarifPlace, to_sarif
 
