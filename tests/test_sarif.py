@@ -235,3 +235,28 @@ def test_clause_lines_reads_table_headers() -> None:
     text = '[project]\nname = "x"\n\n[[release.values]]\nname = "q"\n[conditions.a]\n'
     sections = {"release": ("release",), "conditions": ("prompt",), "project": ()}
     assert clause_lines(text, sections) == {"release": 4, "prompt": 6}
+
+
+def test_fingerprints_survive_a_fresh_store_and_shifted_lines(cli, tmp_path: Path) -> None:
+    """The same bundle checked in a new store, its calls.jsonl with two records moved down a line
+    (an empty first line), gives the same fingerprints while the startLines move."""
+    runs = []
+    for name, shift in (("a", ""), ("b", "\n")):
+        bundle = copy_bundle(REPO / "examples" / "output_gate" / "flawed", tmp_path / name)
+        calls = bundle / "calls.jsonl"
+        calls.write_text(shift + calls.read_text(encoding="utf-8"), encoding="utf-8")
+        assert cli("-C", str(bundle), "ingest").code == 0
+        r = cli("-C", str(bundle), "check", "--format", "sarif")
+        runs.append(
+            {x["partialFingerprints"][FINGERPRINT]: x for x in json.loads(r.out)["runs"][0]["results"]}
+        )
+    assert set(runs[0]) == set(runs[1]) and len(runs[0]) == 4
+    lines = {
+        fp: (
+            r["locations"][0]["physicalLocation"]["region"]["startLine"],
+            runs[1][fp]["locations"][0]["physicalLocation"]["region"]["startLine"],
+        )
+        for fp, r in runs[0].items()
+        if r["ruleId"] == "output-unplanned-record"
+    }
+    assert list(lines.values()) == [(5, 6)]
