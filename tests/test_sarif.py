@@ -31,7 +31,7 @@ from conftest import FIXTURES, REPO, copy_bundle, rule_bundle
 from provgraph.cli import main
 from provgraph.rules.rule import Rule
 from provgraph.rules.runner import CheckReport, RuleResult, Violation
-from provgraph.rules.sarif import FINGERPRINT, clause_lines, to_sarif
+from provgraph.rules.sarif import FINGERPRINT, SarifPlace, clause_lines, table_lines, to_sarif
 
 SCHEMA = json.loads((FIXTURES / "sarif" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
 
@@ -189,7 +189,8 @@ def test_unsourced_focus_is_placed_at_its_clause_in_the_contract(sarifs) -> None
     physical = r["locations"][0]["physicalLocation"]
     assert physical["artifactLocation"]["uri"] == "bench/prompt/provgraph.toml"
     lines = (repo / "bench" / "prompt" / "provgraph.toml").read_text().splitlines()
-    assert lines[physical["region"]["startLine"] - 1].startswith("[conditions")
+    assert r["properties"]["focus"] == "condition/B"
+    assert lines[physical["region"]["startLine"] - 1] == "[conditions.B]"  # its own table, not [conditions.A]
 
 
 def test_fingerprint_ignores_lines_and_paths() -> None:
@@ -229,6 +230,18 @@ def test_sarif_base_sets_the_prefix(cli, tmp_path: Path) -> None:
         for x in json.loads(r.out)["runs"][0]["results"]
     }
     assert uris == {"b/plan.csv", "b/calls.jsonl"}
+
+
+def test_a_focus_named_like_a_table_is_placed_at_that_table() -> None:
+    text = '[project]\n[conditions.A]\nprompt = "a"\n[conditions.B]\n[models.B]\n'
+    place = SarifPlace(
+        clause_lines={"prompt": 2, "model": 5},
+        tables=table_lines(text),
+        sections={"prompt": ("conditions",), "model": ("models",)},
+    )
+    assert place.line_for("prompt", "https://e.org/condition/B") == 4
+    assert place.line_for("model", "https://e.org/model/B") == 5
+    assert place.line_for("prompt", "https://e.org/condition/C") == 2  # no such table: the clause
 
 
 def test_clause_lines_reads_table_headers() -> None:

@@ -194,7 +194,7 @@ def sarif_place(app: App, base: Path | None):  # -> SarifPlace
     # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.bundle.contract import CONTRACT_FILE
     from provgraph.bundle.contract.sections import section_modules
-    from provgraph.rules.sarif import SarifPlace, clause_lines
+    from provgraph.rules.sarif import SarifPlace, clause_lines, table_lines
 
     try:
         bundle = app.bundle()
@@ -211,7 +211,17 @@ def sarif_place(app: App, base: Path | None):  # -> SarifPlace
     except OSError:  # a store checked after the contract file moved: no clause lines
         text = ""
     sections = {name: tuple(m.CLAUSES) for name, m in section_modules().items()}
-    return SarifPlace("" if prefix == "." else prefix, CONTRACT_FILE, clause_lines(text, sections))
+    by_clause: dict[str, tuple[str, ...]] = {}
+    for name, clauses in sections.items():
+        for clause in clauses:
+            by_clause[clause] = (*by_clause.get(clause, ()), name)
+    return SarifPlace(
+        "" if prefix == "." else prefix,
+        CONTRACT_FILE,
+        clause_lines(text, sections),
+        table_lines(text),
+        by_clause,
+    )
 
 
 def _git_top(start: Path) -> Path | None:

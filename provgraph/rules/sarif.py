@@ -20,7 +20,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from provgraph import __version__
 from provgraph.rules.rule import Severity
@@ -38,15 +38,39 @@ class SarifPlace:
     """Where the bundle lies in the repository, and where each clause is in the contract.
 
     ``prefix`` is the bundle root relative to ``%SRCROOT%`` ('' when they are the same);
-    ``clause_lines`` maps a clause to the line of its first section in ``contract``.
+    ``clause_lines`` maps a clause to the line of its first section in ``contract``, ``tables``
+    each TOML table header (``conditions.claude-A``) to its line.
     """
 
     prefix: str = ""
     contract: str = "provgraph.toml"
     clause_lines: dict[str, int] = field(default_factory=dict)
+    tables: dict[str, int] = field(default_factory=dict)
+    #: clause -> the contract sections that put it in force
+    sections: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def line_for(self, clause: str, focus: str) -> int:
+        """The line of the table named after the focus's last segment (``condition/claude-A``
+        is ``[conditions.claude-A]``) when the contract has one, else the clause's first section."""
+        name = unquote(focus.rstrip("/").rsplit("/", 1)[-1])
+        for section in self.sections.get(clause, ()):
+            line = self.tables.get(f"{section}.{name}")
+            if line is not None:
+                return line
+        return self.clause_lines.get(clause, 1)
 
 
-_HEADER = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_-]+)")
+_HEADER = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_-]+)((?:\.[A-Za-z0-9_.-]+)?)")
+
+
+def table_lines(contract_text: str) -> dict[str, int]:
+    """TOML table header (``conditions.claude-A``) -> its first line (1-based)."""
+    found: dict[str, int] = {}
+    for number, text in enumerate(contract_text.splitlines(), start=1):
+        m = _HEADER.match(text)
+        if m is not None:
+            found.setdefault(m.group(1) + m.group(2), number)
+    return found
 
 
 def clause_lines(contract_text: str, sections: dict[str, tuple[str, ...]]) -> dict[str, int]:
@@ -155,7 +179,7 @@ def _result(
     message = v.message
     if v.path is None:
         uri = place.contract
-        line = place.clause_lines.get(r.rule.clause, 1)
+        line = place.line_for(r.rule.clause, v.focus)
         physical = _physical(artifacts.index(uri), uri, place, line)
         message += f" (no source file records {focus}; shown at the [{r.rule.clause}] clause of the contract)"
     elif "!/" in v.path:
