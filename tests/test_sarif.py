@@ -273,3 +273,42 @@ def test_fingerprints_survive_a_fresh_store_and_shifted_lines(cli, tmp_path: Pat
         if r["ruleId"] == "output-unplanned-record"
     }
     assert list(lines.values()) == [(5, 6)]
+
+
+def _report(*rules: tuple[str, str, int]) -> CheckReport:
+    results = []
+    for rule_id, severity, n in rules:
+        rule = Rule(rule_id, "output", severity, "t", "r", "ASK {}", Path(f"{rule_id}.rq"), why="w")  # type: ignore[arg-type]
+        violations = [Violation(f"https://e.org/{rule_id}/{i}", "m", "calls.jsonl", i + 1) for i in range(n)]
+        results.append(RuleResult(rule, "violated", violations))
+    return CheckReport(results, ["output"], "https://e.org/", "p", dt.datetime.now(dt.UTC))
+
+
+def test_results_are_capped_for_github_fail_rules_first_every_rule_shown() -> None:
+    """GitHub rejects a run of more than 25,000 results and shows the top 5,000 by severity
+    (docs.github.com, "SARIF results exceed one or more limits")."""
+    report = _report(("a-fail", "fail", 10), ("b-fail", "fail", 3), ("c-restrict", "restrict", 10))
+    doc = json.loads(to_sarif(report, SarifPlace(max_results=10)))
+    jsonschema.Draft4Validator(SCHEMA).validate(doc)
+    run = doc["runs"][0]
+    kept = [r["ruleId"] for r in run["results"]]
+    assert (kept.count("a-fail"), kept.count("b-fail"), kept.count("c-restrict")) == (7, 3, 0)
+    omitted = {r["id"]: r["properties"].get("omittedResults") for r in run["tool"]["driver"]["rules"]}
+    assert omitted == {"a-fail": 3, "b-fail": None, "c-restrict": 10}
+    (note,) = run["invocations"][0]["toolExecutionNotifications"]
+    assert note["level"] == "warning" and note["message"]["text"].startswith("13 violations left out")
+    assert run["invocations"][0]["executionSuccessful"] is True
+
+
+def test_no_cap_below_the_limit() -> None:
+    doc = json.loads(to_sarif(_report(("a-fail", "fail", 4), ("c-info", "info", 2))))
+    run = doc["runs"][0]
+    assert len(run["results"]) == 6 and run["invocations"][0]["toolExecutionNotifications"] == []
+
+
+def test_sarif_max_results_option(cli, tmp_path: Path) -> None:
+    bundle = copy_bundle(REPO / "examples" / "output_gate" / "flawed", tmp_path / "b")
+    cli("-C", str(bundle), "ingest")
+    r = cli("-C", str(bundle), "check", "--format", "sarif", "--sarif-max-results", "2")
+    run = json.loads(r.out)["runs"][0]
+    assert r.code == 1 and len(run["results"]) == 2  # the gate still counts all four

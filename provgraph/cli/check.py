@@ -69,6 +69,15 @@ _SHOWN = 20
     help="Folder SARIF uris are relative to (%SRCROOT%; default: the git top-level holding the "
     "bundle, else the bundle root). GitHub reads them from the repository root.",
 )
+@click.option(
+    "--sarif-max-results",
+    type=click.IntRange(1, 25_000),
+    default=5000,
+    show_default=True,
+    metavar="N",
+    help="Results in the SARIF at most (GitHub shows 5,000 per run, rejects more than 25,000): "
+    "fail rules first, shared evenly between rules.",
+)
 @pass_app
 def command(
     app: App,
@@ -81,6 +90,7 @@ def command(
     no_record: bool,
     ingest_first: bool,
     sarif_base: Path | None,
+    sarif_max_results: int,
 ) -> int:
     """Run the contract rules and exit 1 when the gate fails.
 
@@ -104,7 +114,7 @@ def command(
     record = not no_record and not rule_ids and rules_dir is None
     report = run_gate(store, rules, explicit=bool(clauses or rule_ids), record=record)
     machine = fmt != "text"
-    place = sarif_place(app, sarif_base) if fmt == "sarif" else None
+    place = sarif_place(app, sarif_base, sarif_max_results) if fmt == "sarif" else None
     if output is not None:
         output.write_text(render(report, fmt, place), encoding="utf-8")
     if machine and output is None:
@@ -189,7 +199,7 @@ def _print_errors(report) -> None:  # report: CheckReport
             err.print(Text(f"provgraph: error: {r.rule.id} could not run: {r.error}"))
 
 
-def sarif_place(app: App, base: Path | None):  # -> SarifPlace
+def sarif_place(app: App, base: Path | None, max_results: int = 5000):  # -> SarifPlace
     """Where the bundle lies below the SARIF base, and the contract line of each clause."""
     # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.bundle.contract import CONTRACT_FILE
@@ -199,7 +209,7 @@ def sarif_place(app: App, base: Path | None):  # -> SarifPlace
     try:
         bundle = app.bundle()
     except ProvgraphError:  # --store alone: paths stay bundle-relative
-        return SarifPlace()
+        return SarifPlace(max_results=max_results)
     root = bundle.root.resolve()
     top = base.resolve() if base is not None else _git_top(root) or root
     if not root.is_relative_to(top):
@@ -221,6 +231,7 @@ def sarif_place(app: App, base: Path | None):  # -> SarifPlace
         clause_lines(text, sections),
         table_lines(text),
         by_clause,
+        max_results,
     )
 
 

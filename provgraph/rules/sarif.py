@@ -48,6 +48,8 @@ class SarifPlace:
     tables: dict[str, int] = field(default_factory=dict)
     #: clause -> the contract sections that put it in force
     sections: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: results per run: GitHub shows the top 5,000 and rejects a run of more than 25,000
+    max_results: int = 5000
 
     def line_for(self, clause: str, focus: str) -> int:
         """The line of the table named after the focus's last segment (``condition/claude-A``
@@ -93,12 +95,15 @@ def to_sarif(report: CheckReport, place: SarifPlace | None = None) -> str:
     artifacts = _Artifacts(place)
     rules = [_rule(r) for r in report.results]
     results: list[dict[str, Any]] = []
-    for index, r in enumerate(report.results):
+    budget = result_budget(report, place.max_results)
+    for index, (r, take) in enumerate(zip(report.results, budget, strict=True)):
         seen: dict[str, int] = {}
         for v in r.violations:
             seen[v.focus] = seen.get(v.focus, 0) + 1
-        for v in r.violations:
+        for v in r.violations[:take]:
             results.append(_result(report, r, index, v, seen[v.focus] > 1, artifacts, place))
+        if take < len(r.violations):
+            rules[index]["properties"]["omittedResults"] = len(r.violations) - take
     notifications = [
         {
             "level": "error",
@@ -108,6 +113,18 @@ def to_sarif(report: CheckReport, place: SarifPlace | None = None) -> str:
         for i, r in enumerate(report.results)
         if r.outcome == "error"
     ]
+    omitted = sum(len(r.violations) for r in report.results) - len(results)
+    if omitted:
+        notifications.append(
+            {
+                "level": "warning",
+                "message": {
+                    "text": f"{omitted} violations left out: GitHub keeps {place.max_results} results "
+                    "per run and rejects a run of more than 25,000 (--sarif-max-results); "
+                    "`provgraph check --format json` lists them all"
+                },
+            }
+        )
     bases: dict[str, Any] = {
         SRCROOT: {"description": {"text": "The repository root (git top-level, or --sarif-base)."}}
     }
@@ -129,7 +146,10 @@ def to_sarif(report: CheckReport, place: SarifPlace | None = None) -> str:
         },
         "originalUriBaseIds": bases,
         "invocations": [
-            {"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}
+            {
+                "executionSuccessful": not any(n["level"] == "error" for n in notifications),
+                "toolExecutionNotifications": notifications,
+            }
         ],
         "artifacts": artifacts.items,
         "results": results,
@@ -137,6 +157,32 @@ def to_sarif(report: CheckReport, place: SarifPlace | None = None) -> str:
     }
     doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
     return json.dumps(doc, indent=2)
+
+
+_TIERS: tuple[Severity, ...] = ("fail", "restrict", "info")
+
+
+def result_budget(report: CheckReport, limit: int) -> list[int]:
+    """How many violations of each rule go into the SARIF: all while the total stays within
+    ``limit``; otherwise ``fail`` rules first, then ``restrict``, then ``info`` (GitHub keeps
+    the top results by severity), shared evenly between the rules of a tier so that every
+    rule that fired shows."""
+    counts = [len(r.violations) for r in report.results]
+    take = [0] * len(counts)
+    left = limit
+    for tier in _TIERS:
+        open_ = [i for i, r in enumerate(report.results) if r.rule.severity == tier and counts[i]]
+        while left > 0 and open_:
+            share = max(1, left // len(open_))
+            still = []
+            for i in open_:
+                add = min(share, counts[i] - take[i], left)
+                take[i] += add
+                left -= add
+                if take[i] < counts[i]:
+                    still.append(i)
+            open_ = still
+    return take
 
 
 def _rule(r: RuleResult) -> dict[str, Any]:
