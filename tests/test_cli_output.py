@@ -182,6 +182,9 @@ def test_lineage_json(cli, tmp_path: Path) -> None:
     assert doc["target"] == "154.73" and len(doc["matches"]) == 2
     assert {m["status"] for m in doc["matches"]} == {"withdrawn"}
     assert {"root", "status", "nodes", "edges"} <= set(doc["matches"][0])
+    none = cli("-C", str(bundle), "lineage", "--no-check", "--format", "json", "999.999")
+    assert none.code == 1 and json.loads(none.out) == {"target": "999.999", "matches": []}
+    assert "matches no node" in none.err
 
 
 def test_report_exit_code_mirrors_the_gate_only_with_gate(
