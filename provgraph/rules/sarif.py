@@ -283,6 +283,8 @@ class _Artifacts:
         key = (parent, member)
         if key not in self._at:
             self._at[key] = len(self.items)
-            # A nested artifact's uri is its path inside the parent (SARIF 3.24.3).
-            self.items.append({"location": {"uri": quote(member, safe="/")}, "parentIndex": parent})
+            # A nested artifact's uri is its path inside the parent, beginning with "/", and has
+            # no uriBaseId (SARIF 2.1.0 sections 3.24.2 and 3.4.4).
+            uri = "/" + quote(member.lstrip("/"), safe="/")
+            self.items.append({"location": {"uri": uri}, "parentIndex": parent})
         return self._at[key]
