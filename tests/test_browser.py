@@ -223,7 +223,9 @@ def browser(chromium: str):
 
 
 def _visible_rows(page, selector: str) -> int:
-    return page.locator(f"{selector} tr.v").evaluate_all("rows => rows.filter(r => r.checkVisibility()).length")
+    return page.locator(f"{selector} tr.v").evaluate_all(
+        "rows => rows.filter(r => r.checkVisibility()).length"
+    )
 
 
 def _no_overflow(page) -> None:
@@ -311,7 +313,8 @@ def test_pilot_report_navigates_in_chromium(pilot, browser, tmp_path: Path) -> N
     claims.scroll_into_view_if_needed()
     assert claims.is_visible()
     rows = claims.locator("tbody tr").evaluate_all("rs => rs.map(r => [...r.cells].map(c => c.textContent))")
-    assert len(rows) == check["claims"] > 10 and {r[3] for r in rows} <= {"retained", "restricted", "unverifiable", "withdrawn"}
+    assert len(rows) == check["claims"] > 10
+    assert {r[3] for r in rows} <= {"retained", "restricted", "unverifiable", "withdrawn"}
     assert all(r[4] != "—" for r in rows if r[3] != "retained")
     assert any(r[3] == "withdrawn" and "(fail)" in r[4] for r in rows)
     page.screenshot(path=str(tmp_path / "claims.png"))

@@ -62,7 +62,8 @@ def nodes_section(
         )
         loc = next((v.location for _, v in by_focus[focus] if v.location), None)
         links = "".join(
-            f"<li><code>{esc(p)}</code> → <span class='iri'>{esc(decoded(linked.get(o, check.short(o))))}</span></li>"
+            f"<li><code>{esc(p)}</code> → "
+            f"<span class='iri'>{esc(decoded(linked.get(o, check.short(o))))}</span></li>"
             for p, o in facts["links"]
         )
         came_from = f"<ul>{links}</ul>" if links else "<p class='sub'>no recorded sources</p>"

@@ -177,4 +177,3 @@ run (fail closed). Clauses the contract does not declare are not checked.</p>
 </tbody></table></div>
 {notes}
 </section>"""
-

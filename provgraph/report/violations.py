@@ -108,9 +108,10 @@ def _rule(r: RuleResult, shown: list[Violation], names: dict[str, str]) -> str:
             "--all-violations</code> to list them).</p>"
         )
     n = len(r.violations)
-    return f"""<div class="rule {esc(r.rule.severity)}" id="rule-{esc(r.rule.id)}" data-rule="{esc(r.rule.id)}">
-<h4><code>{esc(r.rule.id)}</code> — {esc(r.rule.title)}</h4>
-<p class="sub">clause {esc(r.rule.clause)} · severity {esc(r.rule.severity)} · {n} violation{"s" if n != 1 else ""}</p>
+    rid, severity = esc(r.rule.id), esc(r.rule.severity)
+    return f"""<div class="rule {severity}" id="rule-{rid}" data-rule="{rid}">
+<h4><code>{rid}</code> — {esc(r.rule.title)}</h4>
+<p class="sub">clause {esc(r.rule.clause)} · severity {severity} · {n} violation{"s" if n != 1 else ""}</p>
 <div class="remedy"><b>Remedy:</b> {esc(r.rule.remedy)}</div>
 <table class="violations">{_COLUMNS}<thead>
 <tr><th>focus node (lineage)</th><th>source</th><th>message</th></tr></thead>
