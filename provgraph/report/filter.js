@@ -8,6 +8,7 @@
   var rows = Array.prototype.slice.call(document.querySelectorAll("#violations tr.v"));
   var rules = Array.prototype.slice.call(document.querySelectorAll("#violations .rule"));
   var clauses = Array.prototype.slice.call(document.querySelectorAll("#violations details.clause"));
+  var pictures = Array.prototype.slice.call(document.querySelectorAll("#violations .picture"));
   // each row matches on its own text and on its rule id and clause
   var hay = rows.map(function (tr) {
     var rule = tr.closest(".rule");
@@ -42,6 +43,8 @@
       }
     });
     filtering = terms.length > 0;
+    // the matches come first: a clause's picture is of its first violations, not of the matches
+    pictures.forEach(function (picture) { picture.hidden = filtering; });
     count.textContent = filtering ? shown + " of " + rows.length + " listed violations match" : "";
   }
 
