@@ -60,9 +60,13 @@ def correct(task: Task, doc: int) -> bool:
 
 
 def _doc(doc: int) -> dict:
-    return {"id": f"Mercury_{7000 + doc}", "question": f"Which property of mineral {doc} can be observed?",
-            "choices": {"text": ["luster", "mass", "age", "origin"], "label": ["A", "B", "C", "D"]},
-            "answerKey": "A", "answer": f"The answer is {doc % 10}. #### {doc % 10}"}
+    return {
+        "id": f"Mercury_{7000 + doc}",
+        "question": f"Which property of mineral {doc} can be observed?",
+        "choices": {"text": ["luster", "mass", "age", "origin"], "label": ["A", "B", "C", "D"]},
+        "answerKey": "A",
+        "answer": f"The answer is {doc % 10}. #### {doc % 10}",
+    }
 
 
 def sample_lines(task: Task) -> list[dict]:
@@ -76,7 +80,10 @@ def sample_lines(task: Task) -> list[dict]:
             ok = correct(task, doc)
             if task.kind == "multiple_choice":
                 lls = [(-1.5 if (i == 0) == ok else -2.5) - i * 0.1 for i in range(4)]
-                args = {f"gen_args_{i}": {"arg_0": context, "arg_1": f" {c}"} for i, c in enumerate(d["choices"]["text"])}
+                args = {
+                    f"gen_args_{i}": {"arg_0": context, "arg_1": f" {c}"}
+                    for i, c in enumerate(d["choices"]["text"])
+                }
                 resps = [[[str(ll), "False"]] for ll in lls]
                 filtered = [[str(ll), "False"] for ll in lls]
                 target = "0"
@@ -85,16 +92,30 @@ def sample_lines(task: Task) -> list[dict]:
                 answer = str(doc % 10) if ok else str(doc % 10 + 1)
                 if doc in task.empty_correct:
                     answer = ""
-                args = {"gen_args_0": {"arg_0": context, "arg_1": {"until": ["Question:"], "do_sample": False,
-                                                                     "temperature": 0.0}}}
+                args = {
+                    "gen_args_0": {
+                        "arg_0": context,
+                        "arg_1": {"until": ["Question:"], "do_sample": False, "temperature": 0.0},
+                    }
+                }
                 resps = [[f"The answer is {answer}." if answer else ""]]
                 filtered = [answer]
                 target = d["answer"]
                 scores = {"exact_match": 1.0 if (ok or doc in task.empty_correct) else 0.0}
-            line = {"doc_id": doc, "doc": d, "target": target, "arguments": args, "resps": resps,
-                    "filtered_resps": filtered, "filter": filt, "metrics": list(scores),
-                    "doc_hash": h(json.dumps(d, indent=2, ensure_ascii=False)), "prompt_hash": h(context),
-                    "target_hash": h(target), **scores}
+            line = {
+                "doc_id": doc,
+                "doc": d,
+                "target": target,
+                "arguments": args,
+                "resps": resps,
+                "filtered_resps": filtered,
+                "filter": filt,
+                "metrics": list(scores),
+                "doc_hash": h(json.dumps(d, indent=2, ensure_ascii=False)),
+                "prompt_hash": h(context),
+                "target_hash": h(target),
+                **scores,
+            }
             out.append(line)
             if doc in task.duplicate:
                 out.append(dict(line))
@@ -103,14 +124,28 @@ def sample_lines(task: Task) -> list[dict]:
 
 def _config(task: Task) -> dict:
     metrics = ["acc", "acc_norm"] if task.kind == "multiple_choice" else ["exact_match"]
-    return {"task": task.name, "dataset_path": "allenai/ai2_arc", "dataset_name": "ARC-Easy", "test_split": "test",
-            "doc_to_text": task.template.replace("{q}", "{{question}}"), "output_type": task.kind,
-            "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in metrics],
-            "num_fewshot": 0, "metadata": {"version": 1.0}}
+    return {
+        "task": task.name,
+        "dataset_path": "allenai/ai2_arc",
+        "dataset_name": "ARC-Easy",
+        "test_split": "test",
+        "doc_to_text": task.template.replace("{q}", "{{question}}"),
+        "output_type": task.kind,
+        "metric_list": [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in metrics],
+        "num_fewshot": 0,
+        "metadata": {"version": 1.0},
+    }
 
 
-def results(tasks: list[Task], model: str, model_args: str, revision: str, sha: str, limit: int | None,
-            lines: dict[str, list[dict]]) -> dict:
+def results(
+    tasks: list[Task],
+    model: str,
+    model_args: str,
+    revision: str,
+    sha: str,
+    limit: int | None,
+    lines: dict[str, list[dict]],
+) -> dict:
     res, hib, n_samples, hashes = {}, {}, {}, {}
     for t in tasks:
         entry: dict = {"alias": t.name}
@@ -124,37 +159,80 @@ def results(tasks: list[Task], model: str, model_args: str, revision: str, sha: 
         hib[t.name] = {m["metric"]: True for m in _config(t)["metric_list"]}
         effective = t.docs if limit is None else min(limit, t.docs)
         n_samples[t.name] = {"original": t.docs, "effective": effective}
-        hashes[t.name] = h("".join(x["doc_hash"] + x["prompt_hash"] + x["target_hash"] for x in lines[t.name]))
+        hashes[t.name] = h(
+            "".join(x["doc_hash"] + x["prompt_hash"] + x["target_hash"] for x in lines[t.name])
+        )
     sanitized = model.replace("/", "__")
     return {
-        "results": res, "group_subtasks": {t.name: [] for t in tasks},
-        "configs": {t.name: _config(t) for t in tasks}, "versions": {t.name: 1.0 for t in tasks},
-        "n-shot": {t.name: 0 for t in tasks}, "higher_is_better": hib, "n-samples": n_samples,
-        "config": {"model": "hf", "model_args": model_args, "model_num_parameters": 162322944,
-                   "model_dtype": "torch.float32", "model_revision": revision, "model_sha": sha,
-                   "batch_size": "8", "batch_sizes": [], "device": "cuda:0", "use_cache": None, "limit": limit,
-                   "bootstrap_iters": 100000, "gen_kwargs": None, "random_seed": 0, "numpy_seed": 1234,
-                   "torch_seed": 1234, "fewshot_seed": 1234},
-        "git_hash": GIT, "date": 1763647391.2, "transformers_version": "4.46.3", "lm_eval_version": "0.4.9",
-        "upper_git_hash": None, "tokenizer_pad_token": ["<|endoftext|>", "0"],
-        "tokenizer_eos_token": ["<|endoftext|>", "0"], "tokenizer_bos_token": ["<|endoftext|>", "0"],
-        "eot_token_id": 0, "max_length": 2048, "task_hashes": hashes, "model_source": "hf",
-        "model_name": model, "model_name_sanitized": sanitized, "system_instruction": None,
-        "system_instruction_sha": None, "fewshot_as_multiturn": False, "chat_template": None,
-        "chat_template_sha": None, "start_time": 812.4, "end_time": 905.9,
+        "results": res,
+        "group_subtasks": {t.name: [] for t in tasks},
+        "configs": {t.name: _config(t) for t in tasks},
+        "versions": {t.name: 1.0 for t in tasks},
+        "n-shot": {t.name: 0 for t in tasks},
+        "higher_is_better": hib,
+        "n-samples": n_samples,
+        "config": {
+            "model": "hf",
+            "model_args": model_args,
+            "model_num_parameters": 162322944,
+            "model_dtype": "torch.float32",
+            "model_revision": revision,
+            "model_sha": sha,
+            "batch_size": "8",
+            "batch_sizes": [],
+            "device": "cuda:0",
+            "use_cache": None,
+            "limit": limit,
+            "bootstrap_iters": 100000,
+            "gen_kwargs": None,
+            "random_seed": 0,
+            "numpy_seed": 1234,
+            "torch_seed": 1234,
+            "fewshot_seed": 1234,
+        },
+        "git_hash": GIT,
+        "date": 1763647391.2,
+        "transformers_version": "4.46.3",
+        "lm_eval_version": "0.4.9",
+        "upper_git_hash": None,
+        "tokenizer_pad_token": ["<|endoftext|>", "0"],
+        "tokenizer_eos_token": ["<|endoftext|>", "0"],
+        "tokenizer_bos_token": ["<|endoftext|>", "0"],
+        "eot_token_id": 0,
+        "max_length": 2048,
+        "task_hashes": hashes,
+        "model_source": "hf",
+        "model_name": model,
+        "model_name_sanitized": sanitized,
+        "system_instruction": None,
+        "system_instruction_sha": None,
+        "fewshot_as_multiturn": False,
+        "chat_template": None,
+        "chat_template_sha": None,
+        "start_time": 812.4,
+        "end_time": 905.9,
         "total_evaluation_time_seconds": "93.5",
     }
 
 
-def write_run(root: Path, tasks: list[Task], model: str = "EleutherAI/pythia-160m", revision: str = SHA,
-              sha: str = SHA, limit: int | None = None, date: str = DATE) -> Path:
+def write_run(
+    root: Path,
+    tasks: list[Task],
+    model: str = "EleutherAI/pythia-160m",
+    revision: str = SHA,
+    sha: str = SHA,
+    limit: int | None = None,
+    date: str = DATE,
+) -> Path:
     """Write one run under ``root/<model_name_sanitized>/``; returns that folder."""
     folder = root / model.replace("/", "__")
     folder.mkdir(parents=True, exist_ok=True)
     lines = {t.name: sample_lines(t) for t in tasks}
     args = f"pretrained={model},dtype=float32" + (f",revision={revision}" if revision else "")
     doc = results(tasks, model, args, revision or "main", sha, limit, lines)
-    (folder / f"results_{date}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+    (folder / f"results_{date}.json").write_text(
+        json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8"
+    )
     for t in tasks:
         with (folder / f"samples_{t.name}_{date}.jsonl").open("w", encoding="utf-8") as fh:
             for x in lines[t.name]:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from provgraph.evidence.identity import Identity, canonical_json, prompt_sha256, sha256_text, write_identity
+from provgraph.importers.reported import number_literal
 from provgraph.ingest.api import (
     CERTAIN,
     NO,
@@ -83,7 +84,9 @@ def model_identity(results: dict[str, Any]) -> tuple[str | None, str | None, str
     revision is a commit sha or the harness recorded the ``model_sha`` it resolved to."""
     config = results.get("config") if isinstance(results.get("config"), dict) else {}
     args = parse_model_args(config.get("model_args"))
-    requested = next((args[k] for k in ("peft", "delta", "pretrained", "model", "path", "engine") if args.get(k)), None)
+    requested = next(
+        (args[k] for k in ("peft", "delta", "pretrained", "model", "path", "engine") if args.get(k)), None
+    )
     if requested is None and isinstance(results.get("model_name"), str):
         requested = results["model_name"]
     revision = args.get("revision") or (config.get("model_revision") or None)
@@ -137,7 +140,9 @@ class LmEvalImporter(Importer):
             if m is None:
                 continue
             if m["date"] not in runs:
-                ctx.problems.append(Problem(rel, None, f"no results_{m['date']}.json beside it: the run is unknown"))
+                ctx.problems.append(
+                    Problem(rel, None, f"no results_{m['date']}.json beside it: the run is unknown")
+                )
                 continue
             samples.setdefault(m["date"], []).append((m["task"], rel))
         folder = Path(source.rel).name
@@ -190,9 +195,15 @@ class _Run:
         add(self.node, PG.resolvedModel, self.resolved)
         add(self.node, PG.modelRevision, self.revision)
         args = config.get("model_args")
-        add(self.node, PG.modelArgs, args if isinstance(args, str) else canonical_json(args).decode() if args else None)
+        add(
+            self.node,
+            PG.modelArgs,
+            args if isinstance(args, str) else canonical_json(args).decode() if args else None,
+        )
         add(self.node, PG.commitId, r.get("git_hash") if isinstance(r.get("git_hash"), str) else None)
-        groups = set(r.get("groups") or {}) | {g for g, subs in (r.get("group_subtasks") or {}).items() if subs}
+        groups = set(r.get("groups") or {}) | {
+            g for g, subs in (r.get("group_subtasks") or {}).items() if subs
+        }
         n_samples = r.get("n-samples") if isinstance(r.get("n-samples"), dict) else {}
         configs = r.get("configs") if isinstance(r.get("configs"), dict) else {}
         hib = r.get("higher_is_better") if isinstance(r.get("higher_is_better"), dict) else {}
@@ -240,8 +251,8 @@ class _Run:
             node = ctx.iri("reported", self.rel, task, key)
             add(node, RDF_TYPE, PG.ReportedValue)
             add(node, PG.statName, metric)
-            add(node, PG.value, number)
-            add(node, PG.tolerance, TOLERANCE)
+            add(node, PG.value, number_literal(number))  # a bare Decimal may print as 1E-7: not xsd:decimal
+            add(node, PG.tolerance, number_literal(TOLERANCE))
             add(node, PG.condition, ctx.iri("condition", task))
             add(node, PG.testVariant, filt)
             add(node, PG.requestedModel, self.requested)
