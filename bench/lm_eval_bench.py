@@ -48,10 +48,13 @@ def bundle(tmp: Path, samples: int) -> Path:
     root = write_bundle(tmp / "bundle", {}, CONTRACT)
     mc = samples // 2
     gen = (samples - mc) // 2  # two filters: two sample lines per document
-    write_run(root / "output", [
-        Task("arc_easy", "multiple_choice", mc),
-        Task("gsm8k", "generate_until", gen, filters=("strict-match", "flexible-extract")),
-    ])
+    write_run(
+        root / "output",
+        [
+            Task("arc_easy", "multiple_choice", mc),
+            Task("gsm8k", "generate_until", gen, filters=("strict-match", "flexible-extract")),
+        ],
+    )
     return root
 
 
