@@ -166,3 +166,12 @@ def test_bad_sample_lines_cost_only_themselves(tmp_path: Path) -> None:
     assert reasons[1] == f"{rel}:2: prompt_hash is not the SHA-256 of arguments.gen_args_0.arg_0"
     assert reasons[2].startswith(f"{rel}:3: ")
     assert ingested.select("SELECT (COUNT(*) AS ?n) WHERE { ?r pg:inTask ?t }") == [{"n": "2"}]
+
+
+def test_a_declared_harness_without_its_output_fails_closed(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {}, CONTRACT)
+    report = run_gate(ingest_bundle(root).store, load_rules(), record=False)
+    harness = {r.rule.id: r for r in report.results if "harness" in r.rule.applies}
+    assert len(harness) == 3 and {r.outcome for r in harness.values()} == {"error"}
+    assert all("no pg:HarnessTask nodes" in (r.error or "") for r in harness.values())
+    assert not report.passed
