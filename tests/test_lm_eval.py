@@ -175,3 +175,28 @@ def test_a_declared_harness_without_its_output_fails_closed(tmp_path: Path) -> N
     assert len(harness) == 3 and {r.outcome for r in harness.values()} == {"error"}
     assert all("no pg:HarnessTask nodes" in (r.error or "") for r in harness.values())
     assert not report.passed
+
+
+def test_a_run_without_logged_samples_or_with_a_broken_results_file(tmp_path: Path) -> None:
+    root = write_bundle(tmp_path / "b", {}, CONTRACT)
+    folder = write_run(root / "output", [Task("arc_easy", "multiple_choice", 4)])
+    (folder / "samples_arc_easy_2026-11-20T14-03-11.512340.jsonl").unlink()  # run without --log_samples
+    (folder / "results_2026-11-21T09-00-00.000001.json").write_bytes(b'{\n  "results": {"x": \xff}')
+    ingested = ingest_bundle(root)
+    assert [str(p) for p in ingested.rejected] == [
+        "output/EleutherAI__pythia-160m/results_2026-11-21T09-00-00.000001.json: not UTF-8 text (byte 21)"
+    ]
+    report = run_gate(ingested.store, load_rules(), record=False)
+    (missing,) = [r for r in report.results if r.rule.id == "analysis-harness-samples-missing"]
+    assert [v.message for v in missing.violations] == [
+        "task arc_easy has no samples logged, but n-samples says 4 documents were evaluated: "
+        "its reported metrics cannot be recomputed"
+    ]
+
+
+def test_a_folder_of_another_tool_is_not_claimed(tmp_path: Path) -> None:
+    root = write_bundle(
+        tmp_path / "b", {"runs/x/results_2026-11-20T14-03-11.json": '[{"loss": 1.0}]\n'}, CONTRACT
+    )
+    ingested = ingest_bundle(root)
+    assert {r.importer for r in ingested.results} == {"contract", "files"}

@@ -126,10 +126,12 @@ class LmEvalImporter(Importer):
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         try:
-            names = [p.name for p in path.iterdir() if p.is_file()]
+            found = [p for p in path.iterdir() if p.is_file() and RESULTS.match(p.name)]
+            # EvaluationTracker dumps the results dict first: '{\n  "results": {'
+            heads = [p.open("rb").read(64) for p in found[:1]]
         except OSError:
             return NO
-        return CERTAIN if any(RESULTS.match(n) for n in names) else NO
+        return CERTAIN if heads and b'"results"' in heads[0] else NO
 
     def ingest(self, source: Source, ctx: ImportContext) -> None:
         members = {Path(m.rel).name: m.rel for m in source.members if "/" not in m.rel[len(source.rel) + 1 :]}
@@ -158,7 +160,10 @@ class LmEvalImporter(Importer):
                 run.write_samples(task, srel)
 
     def _load(self, ctx: ImportContext, rel: str) -> dict[str, Any]:
-        text = document_bytes(ctx.bundle.resolve(rel), rel).decode("utf-8", errors="replace")
+        try:
+            text = document_bytes(ctx.bundle.resolve(rel), rel).decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise InputError(rel, f"not UTF-8 text (byte {err.start})") from None
         try:
             value = loads_checked(text, parse_float=Decimal)
         except (RecordError, json.JSONDecodeError) as err:
