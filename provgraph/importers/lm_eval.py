@@ -329,6 +329,8 @@ class _Run:
         add(node, PG.filterName, filt)
         add(node, PG.docId, str(doc_id))
         add(node, PG.harnessPromptSha256, given if isinstance(given, str) else None)
+        doc_hash = value.get("doc_hash")
+        add(node, PG.docSha256, doc_hash if isinstance(doc_hash, str) else None)
         add(node, PG.sampleMetrics, canonical_json(scores).decode())
         if output is not None and any(higher.get(m) is True and scores.get(m) == 1.0 for m in scores):
             add(node, PG.scoredCorrect, True)
