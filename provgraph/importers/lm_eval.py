@@ -126,12 +126,15 @@ class LmEvalImporter(Importer):
 
     def detect(self, path: Path, bundle: Bundle) -> int:
         try:
-            found = [p for p in path.iterdir() if p.is_file() and RESULTS.match(p.name)]
-            # EvaluationTracker dumps the results dict first: '{\n  "results": {'
-            heads = [p.open("rb").read(64) for p in found[:1]]
+            found = next((p for p in sorted(path.iterdir()) if p.is_file() and RESULTS.match(p.name)), None)
+            if found is None:
+                return NO
+            with found.open("rb") as fh:
+                head = fh.read(64)
         except OSError:
             return NO
-        return CERTAIN if heads and b'"results"' in heads[0] else NO
+        # EvaluationTracker dumps the results dict, whose first key is "results": '{\n  "results": {'
+        return CERTAIN if b'"results"' in head else NO
 
     def ingest(self, source: Source, ctx: ImportContext) -> None:
         members = {Path(m.rel).name: m.rel for m in source.members if "/" not in m.rel[len(source.rel) + 1 :]}
