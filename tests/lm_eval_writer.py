@@ -10,7 +10,8 @@ Where each field comes from (EleutherAI/lm-evaluation-harness at 4e7e0d47f):
 - results keys ``results`` (``"metric,filter"`` and ``"metric_stderr,filter"``, ``alias``),
   ``group_subtasks``, ``configs``, ``versions``, ``n-shot``, ``higher_is_better``,
   ``n-samples`` ``{original, effective}``: ``lm_eval/evaluator_utils.py`` ``_to_eval_results``
-  and ``lm_eval/result_schema.py``; ``config`` (``model``, ``model_args``, batch and seed
+  and ``lm_eval/result_schema.py`` (``name``, ``alias``, ``sample_len`` per task);
+  ``config`` (``model``, ``model_args``, batch and seed
   settings, ``limit``): ``lm_eval/evaluator.py`` ``simple_evaluate``; ``model_num_parameters``,
   ``model_dtype``, ``model_revision``, ``model_sha``: ``lm_eval/models/huggingface.py``
   ``get_model_info``; ``git_hash``, ``date``, ``task_hashes`` (SHA-256 of the concatenated
@@ -148,7 +149,13 @@ def results(
 ) -> dict:
     res, hib, n_samples, hashes = {}, {}, {}, {}
     for t in tasks:
-        entry: dict = {"alias": t.name}
+        # fixed keys of _TaskMetrics (lm_eval/result_schema.py); a real run's per-task dicts carry
+        # them too (e.g. {"name": "arc_easy", "alias": "arc_easy", "sample_len": 200, "acc,none": ...})
+        entry: dict = {
+            "name": t.name,
+            "alias": t.name,
+            "sample_len": len({x["doc_id"] for x in lines[t.name]}),
+        }
         for filt in t.filters:
             rows = [x for x in lines[t.name] if x["filter"] == filt]
             for m in rows[0]["metrics"] if rows else []:

@@ -200,3 +200,12 @@ def test_a_folder_of_another_tool_is_not_claimed(tmp_path: Path) -> None:
     )
     ingested = ingest_bundle(root)
     assert {r.importer for r in ingested.results} == {"contract", "files"}
+
+
+def test_the_committed_fixture_pairs_are_what_the_generator_writes() -> None:
+    from fixtures import make_lm_eval  # the generator is a script beside the fixtures it writes
+
+    for rule, (flaw, _) in make_lm_eval.PAIRS.items():
+        folder = make_lm_eval.RULES / rule / "flawed"
+        for rel, text in make_lm_eval.bundle(make_lm_eval.tasks(**flaw)).items():
+            assert (folder / rel).read_text(encoding="utf-8") == text, f"{rule}: {rel}: run make_lm_eval.py"
