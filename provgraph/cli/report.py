@@ -19,7 +19,7 @@ from provgraph.errors import ExitCode, ProvgraphError
     help="HTML file to write (default: .provgraph/report.html in the bundle).",
 )
 @click.option("--all-violations", is_flag=True, help="List every violation (default: first 200 per rule).")
-@click.option("--no-graph", is_flag=True, help="Leave out the picture of the graph.")
+@click.option("--no-graph", is_flag=True, help="Leave out the clauses' lineage pictures.")
 @click.option("--no-record", is_flag=True, help="Do not record the check the report runs in the store.")
 @click.option(
     "--rules-dir",
@@ -42,11 +42,12 @@ def command(
     gate: bool,
 ) -> int:
     """Write the audit report: gate by clause, violations with remedies, accounting plots,
-    reported vs recomputed statistics, claim statuses and the collapsed graph.
+    reported vs recomputed statistics, claim statuses and reasons, a lineage picture per clause.
 
     The report runs the contract's rules itself (and records the check, as `provgraph check`
     does), so it always shows the graph as it is now. The file is self-contained HTML with
-    inline CSS and SVG: it opens offline and can be attached to a review.
+    inline CSS, SVG and one small script (the filter): it opens offline and can be attached
+    to a review.
 
     Exit status 0 once the report is written, whatever the gate says (the report is how a
     failing gate is read); with --gate, 1 when the gate fails, as `provgraph check`.

@@ -140,6 +140,7 @@ def contract_state(store: Store) -> tuple[str, str, list[str]]:
 _FACTS: dict[str, str] = {
     "plan": "ASK { { ?p a pg:CallPlan } UNION { ?c a pg:PlannedCall } }",  # a plan file counts too
     "dicom-images": 'ASK { ?p a pg:PixelProtocol FILTER NOT EXISTS { ?p pg:imageInputs "images" } }',
+    "harness": "ASK { ?a a pg:AnalysisPlan ; pg:harness ?h }",
 }
 
 
