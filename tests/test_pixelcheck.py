@@ -1,0 +1,174 @@
+"""Polarity and image identity judged from the pixels a call sent (issue 18).
+
+Bundles are written by ``tests/calibration/shapes/_cal_pixels.py``: chest-like DX DICOMs in
+MIMIC-CXR's folder layout, and provider batch requests carrying each study's image inline, in
+the shapes the provider docs show (OpenAI vision: ``image_url`` data URL,
+https://platform.openai.com/docs/guides/vision; Anthropic vision: base64 ``image`` block,
+https://docs.anthropic.com/en/docs/build-with-claude/vision), with no rendering record. The
+gate runs on the real Oxigraph store; sources are re-rendered by the real renderer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from provgraph.capture.renderer import render_dataset, render_file, write_png
+from provgraph.evidence import pixels
+from provgraph.evidence.renderings import sidecar_for
+from provgraph.ingest.testing import ingest_bundle
+from provgraph.lineage.gate import run_gate
+from provgraph.rules import load_rules, pixelview
+
+SHAPES = Path(__file__).resolve().parent / "calibration" / "shapes"
+sys.path.insert(0, str(SHAPES))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import _cal_pixels as cp  # noqa: E402
+import pixel_thresholds  # noqa: E402
+
+RULE = "pixel-polarity-from-pixels"
+FILM = [s for s, _, pi in cp.STUDIES if pi == "MONOCHROME1"]
+
+
+def gate(root: Path):
+    store, results, problems = ingest_bundle(root)
+    assert not problems and all(r.outcome == "imported" and not r.problems for r in results), [
+        str(p) for r in results for p in r.problems
+    ]
+    return store, run_gate(store, load_rules(), record=False)
+
+
+def result(report, rule_id: str = RULE):
+    (found,) = [r for r in report.results if r.rule.id == rule_id]
+    return found
+
+
+def verdicts(store) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for v in pixelview.judge_all(store):
+        out.setdefault(v.verdict, set()).add(v.call.rsplit("/", 1)[-1])
+    return out
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_uninverted_film_fails_on_pixels_its_twins_pass(provider: str, tmp_path: Path) -> None:
+    """The Done-when: MONOCHROME1 sent without inversion fails the pixel clause on pixels alone
+    (no rendering record anywhere); the correctly rendered twin passes, and so does the twin
+    whose images were resized and JPEG-compressed."""
+    flawed = tmp_path / "flawed"
+    cp.write_benchmark(flawed, provider, {s: "uninverted" for s in FILM})
+    assert not list(flawed.rglob("*.render.json"))
+    store, report = gate(flawed)
+    polarity = result(report)
+    assert polarity.outcome == "violated" and not report.passed
+    film_calls = {f"call/{c}--{s}--1" for c in cp.CONDITIONS for s in FILM}
+    assert {report.short(v.focus) for v in polarity.violations} == film_calls
+    assert all("reversed polarity" in v.message for v in polarity.violations)
+    assert all("MONOCHROME1 files/p10/" in v.message for v in polarity.violations)
+    # nothing but the pixels said so: the record-based rule has no record to read
+    assert result(report, "pixel-monochrome-polarity").outcome == "pass"
+
+    for variant, expected in (("correct", "exact"), ("resized-jpeg", "correct")):
+        root = tmp_path / variant
+        cp.write_benchmark(root, provider, {s: variant for s, _, _ in cp.STUDIES})
+        store, report = gate(root)
+        failing = [(r.rule.id, r.error, [v.message for v in r.violations]) for r in report.results]
+        assert report.passed, [f for f in failing if f[1] or f[2]]
+        assert result(report).outcome == "pass"
+        assert set(verdicts(store)) == {expected}  # resized JPEG: judged by grid, not by hash
+
+
+def test_a_record_claiming_inversion_is_not_trusted(tmp_path: Path) -> None:
+    """A non-inverted PNG whose rendering record claims inversion, with correct hashes, named
+    by canonical call records (README 'Rendering records'): the record-based rule passes it,
+    the pixels do not."""
+    root = tmp_path / "b"
+    paths = cp.write_benchmark(root, "openai", {})
+    for batch in (root / "batches").iterdir():
+        batch.unlink()
+    records = []
+    for study, _, photometric in cp.STUDIES:
+        image = root / "rendered" / f"{study}.png"
+        render_file(root / paths[study], image, invert=False if photometric == "MONOCHROME1" else None)
+        sidecar = image.with_name(sidecar_for(image.name))
+        record = json.loads(sidecar.read_text(encoding="utf-8"))
+        record["inverted"] = record["photometric"] == "MONOCHROME1"  # the lie
+        sidecar.write_text(json.dumps(record), encoding="utf-8")
+        for c in cp.CONDITIONS:
+            records.append({"call_id": f"{c}--{study}--1", "status": "ok", "image": f"rendered/{study}.png"})
+    (root / "calls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    store, report = gate(root)
+    assert result(report, "pixel-monochrome-polarity").outcome == "pass"
+    polarity = result(report)
+    assert {report.short(v.focus) for v in polarity.violations} == {
+        f"call/{c}--{s}--1" for c in cp.CONDITIONS for s in FILM
+    }
+    assert verdicts(store)["inverted"] == {f"{c}--{s}--1" for c in cp.CONDITIONS for s in FILM}
+
+
+def test_missing_or_changed_source_is_named(tmp_path: Path) -> None:
+    """No DICOM for a case, and a DICOM changed after import: each says what is missing."""
+    root = tmp_path / "b"
+    paths = cp.write_benchmark(root, "anthropic", {})
+    gone, changed = cp.STUDIES[0][0], cp.STUDIES[2][0]
+    (root / paths[gone]).unlink()
+    store, _, _ = ingest_bundle(root)
+    (root / paths[changed]).write_bytes((root / paths[changed]).read_bytes() + b"\0\0")  # after import
+    report = run_gate(store, load_rules(), record=False)
+    messages = {report.short(v.focus): v.message for v in result(report).violations}
+    for c in cp.CONDITIONS:
+        assert f"no DICOM of case {gone} is in the bundle" in messages[f"call/{c}--{gone}--1"]
+        assert "has changed since it was imported" in messages[f"call/{c}--{changed}--1"]
+    assert len(messages) == 4 and not report.passed
+
+
+def test_declared_source_pattern_links_a_flat_layout(tmp_path: Path) -> None:
+    """``[pixel] sources`` links DICOMs whose path holds no case key; without it they are missing."""
+    root = tmp_path / "b"
+    paths = cp.write_benchmark(root, "openai", {s: "uninverted" for s in FILM})
+    for n, (study, _, _) in enumerate(cp.STUDIES):
+        target = root / "sources" / f"img{n}.dcm"
+        target.parent.mkdir(exist_ok=True)
+        (root / paths[study]).rename(target)
+    store, report = gate(root)
+    assert {v.verdict for v in pixelview.judge_all(store)} == {"no-source"}
+    contract = (root / "provgraph.toml").read_text(encoding="utf-8")
+    mapping = {study: n for n, (study, _, _) in enumerate(cp.STUDIES)}
+    for study, n in mapping.items():  # a flat layout named by position: declare one folder per case
+        (root / "sources" / study).mkdir()
+        (root / "sources" / f"img{n}.dcm").rename(root / "sources" / study / "image.dcm")
+    (root / "provgraph.toml").write_text(
+        contract.replace("[plan]", 'sources = "sources/{case}/*.dcm"\n\n[plan]'), encoding="utf-8"
+    )
+    store, report = gate(root)
+    assert {report.short(v.focus) for v in result(report).violations} == {
+        f"call/{c}--{s}--1" for c in cp.CONDITIONS for s in FILM
+    }
+
+
+def test_threshold_keeps_its_margins() -> None:
+    """A small run of bench/pixel_thresholds.py: the sign of r never misjudges polarity, the
+    pipeline's own copies stay well above MATCH and unrelated images well below it."""
+    results, loose = pixel_thresholds.run(4)
+    assert all((r.own > 0) == (r.polarity == "right") for r in results)
+    assert min(abs(r.own) for r in results) >= pixels.MATCH + 0.15
+    assert max(loose) <= pixels.MATCH - 0.1
+
+
+def test_grids_and_the_reference_png(tmp_path: Path) -> None:
+    """Grids of bad bytes and bad literals are refused; the view's PNG is the renderer's PNG."""
+    assert pixels.grid_of_bytes(b"not an image") is None
+    assert pixels.grid_from_hex("00" * 10) is None and pixels.grid_from_hex("zz" * 1024) is None
+    ds = cp.dicom(cp.chest(7, 64, 56), "MONOCHROME1")
+    rendered = render_dataset(ds, "x").pixels
+    sha = write_png(rendered, tmp_path / "x.png")
+    assert hashlib.sha256(pixelview.png_bytes(rendered)).hexdigest() == sha
+    grid = pixels.grid_of_bytes((tmp_path / "x.png").read_bytes())
+    assert grid == pixels.grid_of_array(rendered) and len(grid) == pixels.GRID**2
+    assert pixels.judge(pixels.grid_of_array(np.full((8, 8), 9, np.uint8)), grid)[0] == "unmatched"
