@@ -23,7 +23,7 @@ Evidence that is missing is a verdict too, so the rule can say what is missing: 
 (no DICOM linked), ``source-unreadable`` (not in the bundle at its recorded bytes, or not
 renderable), ``no-pixels`` (the graph holds only a hash of the image), ``undecodable`` (the
 bytes are not an image). One ``pg:PixelVerdict`` per (call, image) in the catalog slot
-:data:`SLOT`: ``pg:verdictFor`` the call, ``pg:judgedImageSha256``, ``pg:pixelVerdict``,
+:data:`SLOT`: ``pg:verdictFor`` the call, ``pg:judgedImageSha256`` (and ``pg:judgedImagePath`` for a file), ``pg:pixelVerdict``,
 ``pg:correlation``, ``pg:judgedSource`` / ``pg:sourcePath`` / ``pg:photometricInterpretation``
 of the deciding DICOM and ``pg:verdictDetail``.
 
@@ -282,22 +282,23 @@ def judge_image(ev: Evidence, renderer: Renderer, call: str, sha: str) -> Verdic
     return Verdict(call, sha, verdict, correlation=r, source=dicom)
 
 
-def judge_all(store: Store) -> list[Verdict]:
+def judge_all(store: Store, ev: Evidence | None = None) -> list[Verdict]:
     """Every (call, image sent) judged; nothing when the benchmark's images are not rendered from DICOM."""
-    ev = gather(store)
+    ev = ev or gather(store)
     if ev.protocol.get("inputs") != "dicom":
         return []
     renderer = Renderer(catalog.bundle_root(store))
     return [judge_image(ev, renderer, call, sha) for call in sorted(ev.sent) for sha in sorted(ev.sent[call])]
 
 
-def write_view(w: TripleWriter, verdicts: list[Verdict]) -> None:
+def write_view(w: TripleWriter, verdicts: list[Verdict], files: dict[str, str] | None = None) -> None:
     add = w.add
     for v in verdicts:
         node = IRI(f"{v.call}/pixels/{v.sha}")
         add(node, RDF_TYPE, PG.PixelVerdict)
         add(node, PG.verdictFor, IRI(v.call))
         add(node, PG.judgedImageSha256, v.sha)
+        add(node, PG.judgedImagePath, (files or {}).get(v.sha))
         add(node, PG.pixelVerdict, v.verdict)
         add(node, PG.verdictDetail, v.detail or None)
         if v.correlation is not None:
@@ -319,11 +320,12 @@ def refresh(store: Store) -> bool:
     slot = catalog.current(store, SLOT)
     if slot is not None and slot.fingerprint == current:
         return False
-    verdicts = judge_all(store)
+    ev = gather(store)
+    verdicts = judge_all(store, ev)
     with tempfile.TemporaryDirectory(prefix="provgraph-pixelview-") as tmp:
         nt = Path(tmp) / "pixels.nt"
         with nt.open("w", encoding="utf-8") as fh:
-            write_view(TripleWriter(fh), verdicts)
+            write_view(TripleWriter(fh), verdicts, ev.files)
         catalog.replace(store, SLOT, current, nt)
     log.info("pixel verdict view: %d images judged", len(verdicts))
     return True

@@ -160,13 +160,14 @@ def sent_image(ds: Any, photometric: str, variant: str) -> tuple[bytes, str]:
     """The bytes a pipeline sent for ``ds`` and their media type.
 
     ``correct``: the reference render as PNG; ``resized-jpeg``: that render resized to 60 % and
-    JPEG-compressed at quality 70; ``uninverted``: MONOCHROME1 rendered without inversion (PNG).
+    JPEG-compressed at quality 70; ``uninverted``: MONOCHROME1 rendered without inversion (PNG);
+    ``uninverted-resized-jpeg``: both.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        invert = False if variant == "uninverted" and photometric == "MONOCHROME1" else None
+        invert = False if variant.startswith("uninverted") and photometric == "MONOCHROME1" else None
         pixels = render_dataset(ds, "sent", invert=invert).pixels
-    if variant == "resized-jpeg":
+    if variant.endswith("resized-jpeg"):
         rows, columns = pixels.shape
         return encode(pixels, (columns * 3 // 5, rows * 3 // 5), 70), "image/jpeg"
     return encode(pixels, None, None), "image/png"
