@@ -5,8 +5,7 @@ patient's radiograph and against images that are not radiographs.
 Synthetic chest-like radiographs (``tests/calibration/shapes/_cal_pixels.chest``: body, lung
 fields, mediastinum and heart, spine, ribs, clavicles, diaphragm domes, a side marker, quantum
 noise; anatomy varied per seed), written as 12-bit DX DICOMs by pydicom in both photometric
-interpretations and
-rendered by the reference renderer. Each render is then sent as a pipeline would send it:
+interpretations and rendered by the reference renderer. Each render is then sent as a pipeline would send it:
 as is (PNG), resized (down to 224..1024 px on the long side, aspect kept or squashed), JPEG at
 quality 50..95, windowed differently (a narrower window) and both combined, in the right
 polarity and inverted. For every variant the grid correlation r with the correct render of its

@@ -23,9 +23,9 @@ Evidence that is missing is a verdict too, so the rule can say what is missing: 
 (no DICOM linked), ``source-unreadable`` (not in the bundle at its recorded bytes, or not
 renderable), ``no-pixels`` (the graph holds only a hash of the image), ``undecodable`` (the
 bytes are not an image). One ``pg:PixelVerdict`` per (call, image) in the catalog slot
-:data:`SLOT`: ``pg:verdictFor`` the call, ``pg:judgedImageSha256`` (and ``pg:judgedImagePath`` for a file), ``pg:pixelVerdict``,
-``pg:correlation``, ``pg:judgedSource`` / ``pg:sourcePath`` / ``pg:photometricInterpretation``
-of the deciding DICOM and ``pg:verdictDetail``.
+:data:`SLOT`: ``pg:verdictFor`` the call, ``pg:judgedImageSha256`` (and ``pg:judgedImagePath``
+for a file), ``pg:pixelVerdict``, ``pg:correlation``, ``pg:judgedSource`` / ``pg:sourcePath`` /
+``pg:photometricInterpretation`` of the deciding DICOM and ``pg:verdictDetail``.
 
 Source DICOMs are read from the bundle folder the last ingest read (recorded in the catalog)
 and must still hash to what was imported. The view is recomputed when an import changed, like
