@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pydicom import dcmread
 
 from provgraph.capture.renderer import render_dataset, render_file, write_png
 from provgraph.evidence import pixels
@@ -116,8 +117,11 @@ def test_missing_or_changed_source_is_named(tmp_path: Path) -> None:
     """No DICOM for a case, and a DICOM changed after import: each says what is missing."""
     root = tmp_path / "b"
     paths = cp.write_benchmark(root, "anthropic", {})
-    gone, changed = cp.STUDIES[0][0], cp.STUDIES[2][0]
+    gone, changed, odd = cp.STUDIES[0][0], cp.STUDIES[2][0], cp.STUDIES[3][0]
     (root / paths[gone]).unlink()
+    ds = dcmread(root / paths[odd])
+    ds.SamplesPerPixel = 3  # a header the renderer refuses: named, never a crash
+    ds.save_as(root / paths[odd])
     store, _, _ = ingest_bundle(root)
     (root / paths[changed]).write_bytes((root / paths[changed]).read_bytes() + b"\0\0")  # after import
     report = run_gate(store, load_rules(), record=False)
@@ -125,7 +129,8 @@ def test_missing_or_changed_source_is_named(tmp_path: Path) -> None:
     for c in cp.CONDITIONS:
         assert f"no DICOM of case {gone} is in the bundle" in messages[f"call/{c}--{gone}--1"]
         assert "has changed since it was imported" in messages[f"call/{c}--{changed}--1"]
-    assert len(messages) == 4 and not report.passed
+        assert "only single-frame, single-sample images" in messages[f"call/{c}--{odd}--1"]
+    assert len(messages) == 6 and not report.passed
 
 
 def test_declared_source_pattern_links_a_flat_layout(tmp_path: Path) -> None:

@@ -197,6 +197,8 @@ class Renderer:
             pixels = render_dataset(_dataset(data, dicom.path), dicom.path, window).pixels
         except InputError as err:
             return Reference(error=f"cannot be rendered: {err.reason}")
+        except Exception as err:  # a malformed LUT or header the renderer trips on: bad input, not a bug
+            return Reference(error=f"cannot be rendered ({type(err).__name__})")
         return Reference(hashlib.sha256(png_bytes(pixels)).hexdigest(), grid_of_array(pixels))
 
 

@@ -1,11 +1,11 @@
 """``[pixel]``: what the model-visible images must be. Puts the pixel clause in force.
 
 ``inputs`` says where the model-visible images come from. ``"dicom"`` (the default): every
-image a call sent must have a rendering record whose DICOM is in the bundle, MONOCHROME1 must
-have been inverted (and MONOCHROME2 not), and rendered files must still hash to what their
-records say. ``"images"``: the benchmark's images are PNG/JPEG files from the start (no DICOM,
-no rendering): those rules do not apply, and the image each call sent is still compared across
-conditions.
+image a call sent must be traceable to its DICOM in the bundle (a rendering record, or its
+pixels matched to the source), MONOCHROME1 must have been inverted (and MONOCHROME2 not), and
+rendered files must still hash to what their records say. ``"images"``: the benchmark's images
+are PNG/JPEG files from the start (no DICOM, no rendering): those rules do not apply, and the
+image each call sent is still compared across conditions.
 
 Under ``"dicom"`` the pixels each call sent are also judged against their source DICOM,
 re-rendered by the reference renderer (:mod:`provgraph.rules.pixelview`). ``sources`` is a
