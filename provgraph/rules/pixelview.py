@@ -5,10 +5,11 @@ model saw; the pixels sent are. For every (call, image sent) this module links t
 source DICOM(s), re-renders each with the reference renderer
 (:func:`provgraph.capture.renderer.render_dataset`) under the declared rendering, and compares:
 
-1. the sent bytes' sha256 equal to the PNG the reference renderer writes: ``exact``;
-2. otherwise the sent image's pixel grid (:mod:`provgraph.evidence.pixels`: kept by the batch
-   importers for inline images; read from the bundle for an image file a record names)
-   against the correct render's grid: ``correct``, ``inverted`` or ``unmatched``.
+1. the sent image's pixel grid (:mod:`provgraph.evidence.pixels`: kept by the batch importers
+   for inline images; read from the bundle for an image file a record names) against the
+   correct render's grid: ``correct``, ``inverted`` or ``unmatched``;
+2. when the graph holds only the sent bytes' hash (no inline bytes, no file), that hash against
+   the sha256 of the PNG the reference renderer writes: ``exact`` (else ``no-pixels``).
 
 Links, tried in order: a rendering record whose ``image_sha256`` is the sent bytes (only its
 ``source`` and window are used: its ``inverted`` flag is not trusted); the DICOMs matching the
@@ -174,13 +175,16 @@ class Renderer:
         self.root = root
         self.cache: dict[tuple[str, tuple[float, float] | None], Reference] = {}
 
-    def reference(self, dicom: Dicom, window: tuple[float, float] | None) -> Reference:
+    def reference(self, dicom: Dicom, window: tuple[float, float] | None, hashed: bool = False) -> Reference:
+        """The render of ``dicom``; ``hashed``: with the sha256 of its PNG (encoding a PNG costs
+        5x the render, so only when the sent image's pixels are not at hand, only its hash)."""
         key = (dicom.node, window)
-        if key not in self.cache:
-            self.cache[key] = self._render(dicom, window)
-        return self.cache[key]
+        ref = self.cache.get(key)
+        if ref is None or (hashed and ref.png_sha256 is None and ref.error is None):
+            ref = self.cache[key] = self._render(dicom, window, hashed)
+        return ref
 
-    def _render(self, dicom: Dicom, window: tuple[float, float] | None) -> Reference:
+    def _render(self, dicom: Dicom, window: tuple[float, float] | None, hashed: bool) -> Reference:
         if self.root is None:
             return Reference(error="the store records no bundle folder to read it from")
         path = os.path.join(self.root, dicom.path)
@@ -199,7 +203,8 @@ class Renderer:
             return Reference(error=f"cannot be rendered: {err.reason}")
         except Exception as err:  # a malformed LUT or header the renderer trips on: bad input, not a bug
             return Reference(error=f"cannot be rendered ({type(err).__name__})")
-        return Reference(hashlib.sha256(png_bytes(pixels)).hexdigest(), grid_of_array(pixels))
+        png_sha256 = hashlib.sha256(png_bytes(pixels)).hexdigest() if hashed else None
+        return Reference(png_sha256, grid_of_array(pixels))
 
 
 def _dataset(data: bytes, name: str) -> Any:
@@ -268,7 +273,8 @@ def judge_image(ev: Evidence, renderer: Renderer, call: str, sha: str) -> Verdic
         else:
             detail = "the call has no case in the plan to find its DICOM by"
         return Verdict(call, sha, "no-source", detail)
-    references = [(d, renderer.reference(d, w)) for d, w in found]
+    grid, missing = sent_grid(ev, sha, renderer.root)
+    references = [(d, renderer.reference(d, w, hashed=grid is None)) for d, w in found]
     for dicom, ref in references:
         if ref.png_sha256 == sha:
             return Verdict(call, sha, "exact", correlation=1.0, source=dicom)
@@ -276,7 +282,6 @@ def judge_image(ev: Evidence, renderer: Renderer, call: str, sha: str) -> Verdic
     if not usable:
         dicom, ref = references[0]
         return Verdict(call, sha, "source-unreadable", f"{dicom.path} {ref.error}", source=dicom)
-    grid, missing = sent_grid(ev, sha, renderer.root)
     if grid is None:
         return Verdict(call, sha, missing, source=usable[0][0])
     judged = [(judge(grid, ref.grid), d) for d, ref in usable]  # type: ignore[arg-type]
