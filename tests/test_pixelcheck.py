@@ -180,3 +180,27 @@ def test_grids_and_the_reference_png(tmp_path: Path) -> None:
     grid = pixels.grid_of_bytes((tmp_path / "x.png").read_bytes())
     assert grid == pixels.grid_of_array(rendered) and len(grid) == pixels.GRID**2
     assert pixels.judge(pixels.grid_of_array(np.full((8, 8), 9, np.uint8)), grid)[0] == "unmatched"
+
+
+def test_a_hash_alone_is_judged_by_the_reference_png(tmp_path: Path) -> None:
+    """Canonical call records (README 'Recording at the request boundary': ``image`` and the
+    ``image_sha256`` taken at the request) whose image files are gone: the hash is all there is.
+    The reference renderer's own PNG matches it (``exact``); the uninverted film's cannot be
+    judged, and says so."""
+    root = tmp_path / "b"
+    paths = cp.write_benchmark(root, "openai", {})
+    for batch in (root / "batches").iterdir():
+        batch.unlink()
+    records = []
+    for study, _, photometric in cp.STUDIES:
+        image = tmp_path / "gone" / f"{study}.png"
+        render_file(root / paths[study], image, invert=False if photometric == "MONOCHROME1" else None)
+        sha = hashlib.sha256(image.read_bytes()).hexdigest()
+        for c in cp.CONDITIONS:
+            records.append({"call_id": f"{c}--{study}--1", "status": "ok", "image_sha256": sha})
+    (root / "calls.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    store, report = gate(root)
+    film = {f"{c}--{s}--1" for c in cp.CONDITIONS for s in FILM}
+    assert verdicts(store) == {"exact": {r["call_id"] for r in records} - film, "no-pixels": film}
+    messages = [v.message for v in result(report).violations]
+    assert len(messages) == 4 and all("the bundle holds only its hash" in m for m in messages)
