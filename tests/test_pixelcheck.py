@@ -10,6 +10,7 @@ gate runs on the real Oxigraph store; sources are re-rendered by the real render
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import sys
@@ -19,7 +20,9 @@ import numpy as np
 import pytest
 from pydicom import dcmread
 
+from provgraph.bundle.layout import Bundle
 from provgraph.capture.renderer import render_dataset, render_file, write_png
+from provgraph.errors import ContractError
 from provgraph.evidence import pixels
 from provgraph.evidence.renderings import sidecar_for
 from provgraph.ingest.testing import ingest_bundle
@@ -204,3 +207,34 @@ def test_a_hash_alone_is_judged_by_the_reference_png(tmp_path: Path) -> None:
     assert verdicts(store) == {"exact": {r["call_id"] for r in records} - film, "no-pixels": film}
     messages = [v.message for v in result(report).violations]
     assert len(messages) == 4 and all("the bundle holds only its hash" in m for m in messages)
+
+
+def test_the_declared_window_is_the_rendering_compared(tmp_path: Path) -> None:
+    """A pipeline that rendered with its own window (1400/2000): judged against the header's
+    window its PNGs are the right polarity but not the same pixels (r 0.83 to 0.98); declared as
+    ``[pixel] window`` they are the reference render exactly (r = 1). A width of 0 is refused."""
+    root = tmp_path / "b"
+    cp.write_benchmark(root, "anthropic", {})
+    requests = root / "batches" / "msgbatch_01_requests.jsonl"
+    lines = []
+    for line in requests.read_text(encoding="utf-8").splitlines():
+        value = json.loads(line)
+        study = value["custom_id"].split("--")[1]
+        n, (subject, photometric) = next((i, s[1:]) for i, s in enumerate(cp.STUDIES) if s[0] == study)
+        ds = cp.dicom(cp.chest(int(study) % 1000 + n, 256, 224), photometric, study, subject)
+        png = cp.encode(render_dataset(ds, "own", window=(1400, 2000)).pixels, None, None)
+        value["params"]["messages"][0]["content"][0]["source"]["data"] = base64.b64encode(png).decode()
+        lines.append(json.dumps(value) + "\n")
+    requests.write_text("".join(lines), encoding="utf-8")
+    store, report = gate(root)
+    assert report.passed and {v.verdict for v in pixelview.judge_all(store)} == {"correct"}
+    # measured 0.83 (MONOCHROME2) and 0.98 (MONOCHROME1: the window falls on film values)
+    assert all(0.6 < v.correlation < 0.99 for v in pixelview.judge_all(store))  # type: ignore[operator]
+    contract = root / "provgraph.toml"
+    text = contract.read_text(encoding="utf-8")
+    contract.write_text(text.replace("[plan]", "window = [1400, 2000]\n\n[plan]"), encoding="utf-8")
+    store, report = gate(root)
+    assert report.passed and all(v.correlation == 1.0 for v in pixelview.judge_all(store))
+    contract.write_text(text.replace("[plan]", "window = [1400, 0]\n\n[plan]"), encoding="utf-8")
+    with pytest.raises(ContractError, match="window"):
+        Bundle.open(root)
