@@ -7,7 +7,8 @@ source DICOM(s), re-renders each with the reference renderer
 
 1. the sent image's pixel grid (:mod:`provgraph.evidence.pixels`: kept by the batch importers
    for inline images; read from the bundle for an image file a record names) against the
-   correct render's grid: ``correct``, ``inverted`` or ``unmatched``;
+   correct render's grid: ``correct``, ``resembles`` (right polarity, not the declared
+   rendering), ``inverted`` or ``unmatched``;
 2. when the graph holds only the sent bytes' hash (no inline bytes, no file), that hash against
    the sha256 of the PNG the reference renderer writes: ``exact`` (else ``no-pixels``).
 
