@@ -1,4 +1,4 @@
-"""The experiment behind ``provgraph.evidence.pixels.MATCH``: how a sent image's grid correlates
+"""The experiment behind ``provgraph.evidence.pixels.MATCH`` and ``SAME``: how a sent image's grid correlates
 with its source's correct render, under the changes a real pipeline makes, against another
 patient's radiograph and against images that are not radiographs.
 
@@ -14,7 +14,7 @@ unrelated images (uniform noise; a smooth diagonal gradient; a flat grey frame).
 
     python bench/pixel_thresholds.py [--patients 40]
 
-prints the distributions and the margins around ``MATCH``; ``tests/test_pixelcheck.py`` runs a
+prints the distributions and the margins around ``MATCH`` and ``SAME``; ``tests/test_pixelcheck.py`` runs a
 small version of it, so the threshold cannot drift from what the experiment shows.
 """
 
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "calibrat
 from _cal_pixels import chest, dicom, encode
 
 from provgraph.capture.renderer import render_dataset
-from provgraph.evidence.pixels import MATCH, correlation, grid_of_array, grid_of_bytes
+from provgraph.evidence.pixels import MATCH, SAME, correlation, grid_of_array, grid_of_bytes
 
 #: (name, size (w, h) or None, JPEG quality or None, narrower window?)
 VARIANTS = [
@@ -44,6 +44,7 @@ VARIANTS = [
     ("jpeg q95", None, 95, False),
     ("jpeg q50", None, 50, False),
     ("resized 336 + jpeg q50", (294, 336), 50, False),
+    ("resized 128 + jpeg q30", (112, 128), 30, False),
     ("window 1400/2000", None, None, True),
     ("window + resized 224 + jpeg q70", (224, 224), 70, True),
 ]
@@ -106,7 +107,13 @@ def summary(results: list[Result], loose: list[float]) -> str:
         f"\nMATCH = {MATCH}: own source |r| >= {own:.4f} (margin {own - MATCH:+.4f}), polarity sign "
         f"wrong in {wrong_sign} of {len(results)}; unrelated images |r| <= {max(loose):.4f} "
         f"(margin {MATCH - max(loose):+.4f}); another patient's chest |r| up to "
-        f"{max(r.other_max for r in results):.4f} (a grid cannot tell patients apart)"
+        f"{max(r.other_max for r in results):.4f}"
+    )
+    declared = [r.own for r in results if r.polarity == "right" and not r.variant.startswith("window")]
+    other = max(r.other_max for r in results if not r.variant.startswith("window"))
+    lines.append(
+        f"SAME = {SAME}: declared rendering, own r >= {min(declared):.4f} (margin "
+        f"{min(declared) - SAME:+.4f}); another patient's chest r <= {other:.4f} (margin {SAME - other:+.4f})"
     )
     return "\n".join(lines)
 

@@ -165,11 +165,16 @@ def test_declared_source_pattern_links_a_flat_layout(tmp_path: Path) -> None:
 
 def test_threshold_keeps_its_margins() -> None:
     """A small run of bench/pixel_thresholds.py: the sign of r never misjudges polarity, the
-    pipeline's own copies stay well above MATCH and unrelated images well below it."""
+    pipeline's own copies stay well above MATCH and unrelated images well below it, and under the
+    declared rendering SAME separates a source's copies from another patient's film."""
     results, loose = pixel_thresholds.run(4)
     assert all((r.own > 0) == (r.polarity == "right") for r in results)
     assert min(abs(r.own) for r in results) >= pixels.MATCH + 0.15
     assert max(loose) <= pixels.MATCH - 0.1
+    # under the declared rendering a copy is the source's; another patient's film only resembles it
+    declared = [r for r in results if r.polarity == "right" and not r.variant.startswith("window")]
+    assert min(r.own for r in declared) >= pixels.SAME + 0.005
+    assert max(r.other_max for r in declared) <= pixels.SAME - 0.005
 
 
 def test_grids_and_the_reference_png(tmp_path: Path) -> None:
