@@ -180,6 +180,10 @@ def test_threshold_keeps_its_margins() -> None:
 def test_grids_and_the_reference_png(tmp_path: Path) -> None:
     """Grids of bad bytes and bad literals are refused; the view's PNG is the renderer's PNG."""
     assert pixels.grid_of_bytes(b"not an image") is None
+    # a valid 9000 x 9000 PNG (81 M pixels, 80 kB compressed) is refused from its header
+    huge = cp.encode(np.zeros((9000, 9000), np.uint8), None, None)
+    assert pixels.grid_of_bytes(huge) is None
+    assert pixels.grid_of_bytes(cp.encode(np.zeros((2, 2), np.uint8), None, None)) is not None
     assert pixels.grid_from_hex("00" * 10) is None and pixels.grid_from_hex("zz" * 1024) is None
     ds = cp.dicom(cp.chest(7, 64, 56), "MONOCHROME1")
     rendered = render_dataset(ds, "x").pixels

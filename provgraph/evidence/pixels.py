@@ -30,6 +30,7 @@ resized and JPEG copies of the declared render keep ``r >= 0.997``, re-windowed 
 from __future__ import annotations
 
 import io
+import warnings
 from typing import Any
 
 #: samples per side of a grid
@@ -38,6 +39,8 @@ GRID = 32
 MATCH = 0.6
 #: r at or above which it is the declared rendering of its source, not only like it
 SAME = 0.99
+#: images with more pixels are not decoded (memory stays bounded; a radiograph is ~10^7)
+MAX_PIXELS = 64_000_000
 #: verdicts :func:`judge` gives
 VERDICTS = ("correct", "resembles", "inverted", "unmatched")
 
@@ -58,13 +61,18 @@ def grid_of_array(pixels: Any) -> bytes:
 
 
 def grid_of_bytes(data: bytes) -> bytes | None:
-    """The grid of PNG/JPEG (any format Pillow reads) ``data``; None when it is not an image."""
+    """The grid of PNG/JPEG (any format Pillow reads) ``data``; None when it is not an image or
+    has more than :data:`MAX_PIXELS` pixels (the header is read first: nothing is decoded)."""
     image_mod = _pillow()
     try:
-        with image_mod.open(io.BytesIO(data)) as image:
-            image.draft("L", (GRID * 4, GRID * 4))  # JPEG: decode at a reduced scale, much faster
-            grey = image.convert("L")
-            return grey.resize((GRID, GRID), resample=image_mod.Resampling.BOX).tobytes()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", image_mod.DecompressionBombWarning)  # MAX_PIXELS rules
+            with image_mod.open(io.BytesIO(data)) as image:
+                if image.width * image.height > MAX_PIXELS:
+                    return None
+                image.draft("L", (GRID * 4, GRID * 4))  # JPEG: decode at a reduced scale, much faster
+                grey = image.convert("L")
+                return grey.resize((GRID, GRID), resample=image_mod.Resampling.BOX).tobytes()
     except (OSError, ValueError, SyntaxError, image_mod.DecompressionBombError):
         return None
 
