@@ -32,6 +32,7 @@ from provgraph.stats.core.grid import CellGrid
 from provgraph.stats.matrices import Matrix
 from provgraph.stats.query import PREFIXES, key_of
 from provgraph.stats.reviews import ReviewResults, reviewer_statistics
+from provgraph.stats.scores import score_statistics
 from provgraph.stats.statistic import (
     ADJUSTMENT_ALIASES,
     NAME_ALIASES,
@@ -49,7 +50,7 @@ log = logging.getLogger(__name__)
 
 SLOT = "analysis:statistics"
 #: bumped whenever the statistics graph changes shape or a computation changes
-ENGINE_VERSION = "2"
+ENGINE_VERSION = "3"
 
 
 @dataclass
@@ -101,14 +102,16 @@ def refresh(store: Store, force: bool = False) -> Outcome:
     grid = build_grid(store, base, annotation, analysis)
     cell_results = compute(grid, analysis, base) if grid is not None else None
     review_results = reviewer_statistics(store, base, analysis)
-    if cell_results is None and (review_results is None or not review_results.stats):
-        notes = review_results.notes if review_results else []
+    score_stats, score_notes = score_statistics(store, base)
+    if cell_results is None and (review_results is None or not review_results.stats) and not score_stats:
+        notes = (review_results.notes if review_results else []) + score_notes
         if slot is not None:
             catalog.remove(store, SLOT)
             store.flush()
             return Outcome("removed", notes=notes)
         return Outcome("nothing", notes=notes)
     stats = (cell_results.stats if cell_results else []) + (review_results.stats if review_results else [])
+    stats += score_stats
     index = StatIndex(stats)
     reported = read_reported(store, base, slot.graph if slot else None)
     outcome = Outcome(
@@ -130,6 +133,7 @@ def refresh(store: Store, force: bool = False) -> Outcome:
     outcome.notes = (cell_results.notes if cell_results else []) + (
         review_results.notes if review_results else []
     )
+    outcome.notes += score_notes
     with tempfile.TemporaryDirectory(prefix="provgraph-stats-") as tmp:
         nt = Path(tmp) / "statistics.nt"
         with nt.open("w", encoding="utf-8") as fh:
