@@ -29,7 +29,6 @@ What one log becomes:
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 import zipfile
@@ -38,13 +37,16 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from provgraph.evidence.identity import (
-    Identity,
-    Prompt,
-    canonical_json,
-    model_family,
-    prompt_from_messages,
-    write_identity,
+from provgraph.evidence.identity import Identity, canonical_json, write_identity
+from provgraph.evidence.inspect_log import (
+    LIMIT_STATUS,
+    STOP_STATUS,
+    condition_key,
+    log_time,
+    plain_json,
+    resolve_attachments,
+    sample_prompt,
+    score_float,
 )
 from provgraph.importers.reported import number_literal
 from provgraph.ingest.api import (
@@ -69,61 +71,17 @@ from provgraph.ingest.readers import MAX_DOCUMENT_BYTES
 HEADER = "header.json"
 START = "_journal/start.json"
 _SAMPLE = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
-_NOT_KEY = re.compile(r"[^A-Za-z0-9_.-]+")
-#: Inspect's ``stop_reason`` values (model/_model_output.py StopReason) -> provgraph status
-STOP_STATUS = {
-    "stop": "ok",
-    "tool_calls": "ok",
-    "unknown": "ok",
-    "max_tokens": "length",
-    "model_length": "length",
-    "content_filter": "refused",
-}
-#: a sample that hit a limit (EvalSampleLimit.type) did not finish its answer
-LIMIT_STATUS = {"time": "timeout", "working": "timeout", "operator": "canceled", "custom": "error"}
 #: metric values in a log are machine floats: compared to 1e-9, not to their last digit
 TOLERANCE = Decimal("1e-9")
-
-
-def condition_key(spec: dict[str, Any]) -> str:
-    """The condition a log's samples ran under: ``metadata.condition``, else
-    ``<task>.<model family>`` (``mmlu_0_shot.gpt-4o`` for ``inspect_evals/mmlu_0_shot`` on
-    ``openai/gpt-4o``), so one task run on two models is two conditions."""
-    meta = spec.get("metadata") if isinstance(spec.get("metadata"), dict) else {}
-    name = meta.get("condition") if isinstance(meta.get("condition"), str) else None
-    if not name:
-        name = str(spec.get("task") or "task").rsplit("/", 1)[-1]
-        if isinstance(spec.get("model"), str) and spec["model"].strip():
-            name += "." + model_family(spec["model"])
-    return _NOT_KEY.sub("_", name).strip("_.-") or "task"
-
-
-def score_float(value: Any) -> float | None:
-    """A score value as ``value_to_float`` (scorer/_metric.py) reads it; None for a list or dict."""
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float, Decimal)):
-        return float(value)
-    if not isinstance(value, str):
-        return None
-    if value in ("C", "P", "I", "N"):
-        return {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}[value]
-    text = value.lower()
-    if text in ("yes", "true"):
-        return 1.0
-    if text in ("no", "false"):
-        return 0.0
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 def _loads(text: str, where: str, rel: str) -> Any:
     try:
         return loads_checked(text, parse_float=Decimal)
     except json.JSONDecodeError as err:
-        raise InputError(rel, f"{where}malformed JSON: {err.msg} (line {err.lineno}, column {err.colno})") from err
+        raise InputError(
+            rel, f"{where}malformed JSON: {err.msg} (line {err.lineno}, column {err.colno})"
+        ) from err
     except RecordError as err:
         raise InputError(rel, f"{where}{err}") from err
 
@@ -282,20 +240,28 @@ class _Run:
             add(node, PG.epochsReducer, ",".join(str(r) for r in self.reducer))
         for key, prop in (("task_args", PG.taskArgs), ("model_args", PG.modelArgs)):
             if isinstance(s.get(key), dict):
-                add(node, prop, canonical_json(_plain(s[key])).decode("utf-8"))
+                add(node, prop, canonical_json(plain_json(s[key])).decode("utf-8"))
         if self.decoding:
             add(node, PG.decodingJson, canonical_json(self.decoding).decode("utf-8"))
         dataset = s.get("dataset") if isinstance(s.get("dataset"), dict) else {}
         for key, prop in (("name", PG.datasetName), ("location", PG.datasetLocation)):
             add(node, prop, dataset.get(key) if isinstance(dataset.get(key), str) else None)
         count = dataset.get("samples")
-        add(node, PG.datasetSampleCount, count if isinstance(count, int) and not isinstance(count, bool) else None)
+        add(
+            node,
+            PG.datasetSampleCount,
+            count if isinstance(count, int) and not isinstance(count, bool) else None,
+        )
         revision = s.get("revision") if isinstance(s.get("revision"), dict) else {}
         add(node, PG.commitId, revision.get("commit") if isinstance(revision.get("commit"), str) else None)
-        add(node, PG.revisionOrigin, revision.get("origin") if isinstance(revision.get("origin"), str) else None)
+        add(
+            node,
+            PG.revisionOrigin,
+            revision.get("origin") if isinstance(revision.get("origin"), str) else None,
+        )
         status = self.log.get("status")
         add(node, PG.runStatus, status if isinstance(status, str) else None)
-        add(node, PG.startedAt, _time(s.get("created")))
+        add(node, PG.startedAt, log_time(s.get("created")))
         add(node, PROV.used, self.ctx.source_iri)
         add(node, PG.sourceFile, self.ctx.source_iri)
         add(self.ctx.iri("condition", self.cond), RDF_TYPE, PG.Condition)
@@ -340,7 +306,11 @@ class _Run:
             return f"epoch must be a whole number >= 1, got {epoch!r}"
         attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
         try:
-            prompt = _prompt(_resolve(sample.get("messages") or [], attachments), sample.get("input"), attachments)
+            prompt = sample_prompt(
+                resolve_attachments(sample.get("messages") or [], attachments),
+                sample.get("input"),
+                attachments,
+            )
         except ValueError as err:
             return f"messages: {err}"
         sid, cid = str(sample_id), self.call_id(sample_id, epoch)
@@ -348,10 +318,10 @@ class _Run:
         retries = sample.get("error_retries") if isinstance(sample.get("error_retries"), list) else []
         for n, retry in enumerate(retries, start=1):
             message = retry.get("message") if isinstance(retry, dict) else None
-            self._record(f"{key}#retry{n}", sid, epoch, cid, where, "error", prompt, None, str(message or "error"))
+            self._record(f"{key}#retry{n}", sid, epoch, cid, "error", prompt, None, str(message or "error"))
         error = sample.get("error")
         status, message, output = self._outcome(sample, error)
-        node = self._record(key, sid, epoch, cid, where, status, prompt, output, message)
+        node = self._record(key, sid, epoch, cid, status, prompt, output, message)
         out = sample.get("output") if isinstance(sample.get("output"), dict) else {}
         usage = out.get("usage") if isinstance(out.get("usage"), dict) else {}
         for name, prop in (("input_tokens", PG.inputTokens), ("output_tokens", PG.outputTokens)):
@@ -373,7 +343,7 @@ class _Run:
         reason = choices[0].get("stop_reason") if choices and isinstance(choices[0], dict) else None
         return STOP_STATUS.get(str(reason or "stop"), "ok"), None, out
 
-    def _record(self, key, sid, epoch, cid, where, status, prompt, out, error) -> str:
+    def _record(self, key, sid, epoch, cid, status, prompt, out, error) -> str:
         ctx, add = self.ctx, self.ctx.add
         node = ctx.iri("record", "inspect", self.eval_id, key)
         add(node, RDF_TYPE, PG.CallRecord)
@@ -415,7 +385,7 @@ class _Run:
         add = self.ctx.add
         for name, score in scores.items():
             value = score.get("value") if isinstance(score, dict) else None
-            text = value if isinstance(value, str) else json.dumps(_plain(value))
+            text = value if isinstance(value, str) else json.dumps(plain_json(value))
             if failed:
                 add(record, PG.writtenVerdict, f"{name}={text}")
                 continue
@@ -459,47 +429,3 @@ class _Run:
                 add(node, PG.evalRun, self.node)
                 add(node, PROV.wasDerivedFrom, self.ctx.source_iri)
                 add(node, PG.sourceFile, self.ctx.source_iri)
-
-
-def _prompt(messages: Any, sample_input: Any, attachments: dict[str, Any]) -> Prompt | None:
-    """The executed prompt: system and user messages the sample sent (its input if none)."""
-    if isinstance(messages, list) and messages:
-        return prompt_from_messages(messages)
-    sample_input = _resolve(sample_input, attachments)
-    if isinstance(sample_input, str):
-        return Prompt(None, sample_input)
-    if isinstance(sample_input, list):
-        return prompt_from_messages(sample_input)
-    return None
-
-
-def _resolve(value: Any, attachments: dict[str, Any]) -> Any:
-    """Content the log moved to ``attachments`` (``attachment://<id>``) put back in place."""
-    if isinstance(value, str) and value.startswith("attachment://"):
-        found = attachments.get(value[len("attachment://") :])
-        return found if isinstance(found, str) else value
-    if isinstance(value, list):
-        return [_resolve(v, attachments) for v in value]
-    if isinstance(value, dict):
-        return {k: _resolve(v, attachments) for k, v in value.items()}
-    return value
-
-
-def _plain(value: Any) -> Any:
-    """JSON values with decimals as floats (for canonical JSON)."""
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
-
-
-def _time(value: Any) -> dt.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None

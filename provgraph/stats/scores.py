@@ -64,7 +64,15 @@ def score_statistics(store: Store, base: str) -> tuple[list[Stat], list[str]]:
         inputs = tuple(sorted(runs[(cond, scorer)]))
         for name, value in values.items():
             stats.append(
-                Stat(name, value, f"{METHOD[name]}; scorer {scorer}", n=n, variant=variant, conditions=(cond,), inputs=inputs)
+                Stat(
+                    name,
+                    value,
+                    f"{METHOD[name]}; scorer {scorer}",
+                    n=n,
+                    variant=variant,
+                    conditions=(cond,),
+                    inputs=inputs,
+                )
             )
     notes = [
         f"scorer {scorer} of condition {cond}: epochs reduced by {reducer}, not recomputed (only mean is)"

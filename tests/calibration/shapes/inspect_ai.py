@@ -94,11 +94,18 @@ def _sample(task: str, sid: int, epoch: int, flawed: bool) -> dict[str, Any]:
         "choices": choices,
         "target": target,
         "messages": [
-            {"id": f"u{sid}{epoch}", "content": template.format(q=question, c=shown), "source": "input", "role": "user"},
+            {
+                "id": f"u{sid}{epoch}",
+                "content": template.format(q=question, c=shown),
+                "source": "input",
+                "role": "user",
+            },
             message,
         ],
         "output": output,
-        "scores": {"choice": {"value": "C" if answer == target else "I", "answer": answer, "explanation": completion}},
+        "scores": {
+            "choice": {"value": "C" if answer == target else "I", "answer": answer, "explanation": completion}
+        },
         "metadata": {},
         "store": {},
         "events": [],
@@ -111,7 +118,11 @@ def _sample(task: str, sid: int, epoch: int, flawed: bool) -> dict[str, Any]:
     if task == "mcq_plain" and sid == 4 and epoch == 1:  # retried once after a rate limit (sound)
         sample["error_retries"] = [{"message": "RateLimitError: 429", "traceback": "", "traceback_ansi": ""}]
     if flawed and task == "mcq_cot" and sid == 2 and epoch == 2:
-        sample["error"] = {"message": "APIConnectionError: Connection error.", "traceback": "", "traceback_ansi": ""}
+        sample["error"] = {
+            "message": "APIConnectionError: Connection error.",
+            "traceback": "",
+            "traceback_ansi": "",
+        }
     return sample
 
 
@@ -137,16 +148,45 @@ def _header(task: str, samples: list[dict[str, Any]], flawed: bool) -> dict[str,
             "task_id": f"{task}TaskId",
             "task_version": 1,
             "task_args": {},
-            "dataset": {"name": "mcq6", "location": "mcq6.jsonl", "samples": 6, "sample_ids": [1, 2, 3, 4, 5, 6], "shuffled": False},
+            "dataset": {
+                "name": "mcq6",
+                "location": "mcq6.jsonl",
+                "samples": 6,
+                "sample_ids": [1, 2, 3, 4, 5, 6],
+                "shuffled": False,
+            },
             "model": MODEL,
             "model_generate_config": {},
             "model_args": {},
-            "config": {"epochs": EPOCHS, "epochs_reducer": ["mean"], "fail_on_error": False, "log_samples": True},
-            "revision": {"type": "git", "origin": "https://github.com/example/mcq-evals.git", "commit": "1a2b3c4d"},
+            "config": {
+                "epochs": EPOCHS,
+                "epochs_reducer": ["mean"],
+                "fail_on_error": False,
+                "log_samples": True,
+            },
+            "revision": {
+                "type": "git",
+                "origin": "https://github.com/example/mcq-evals.git",
+                "commit": "1a2b3c4d",
+            },
             "packages": {"inspect_ai": "0.3.154"},
-            "scorers": [{"name": "choice", "options": {}, "metrics": [{"name": "inspect_ai/accuracy", "options": {}}, {"name": "inspect_ai/stderr", "options": {}}], "metadata": {}}],
+            "scorers": [
+                {
+                    "name": "choice",
+                    "options": {},
+                    "metrics": [
+                        {"name": "inspect_ai/accuracy", "options": {}},
+                        {"name": "inspect_ai/stderr", "options": {}},
+                    ],
+                    "metadata": {},
+                }
+            ],
         },
-        "plan": {"name": "plan", "steps": [{"solver": "multiple_choice", "params": {"cot": task == "mcq_cot"}}], "config": {"temperature": 0.0}},
+        "plan": {
+            "name": "plan",
+            "steps": [{"solver": "multiple_choice", "params": {"cot": task == "mcq_cot"}}],
+            "config": {"temperature": 0.0},
+        },
         "results": {
             "total_samples": len(samples),
             "completed_samples": len(samples),
@@ -184,7 +224,9 @@ def generate(root: Path, twin: str) -> list[Planted]:
     logs = root / "logs"
     logs.mkdir()
     header = _header("mcq_plain", plain, flawed)
-    with zipfile.ZipFile(logs / "2026-03-02T10-00-00+00-00_mcq-plain_abc.eval", "w", zipfile.ZIP_DEFLATED) as zf:
+    with zipfile.ZipFile(
+        logs / "2026-03-02T10-00-00+00-00_mcq-plain_abc.eval", "w", zipfile.ZIP_DEFLATED
+    ) as zf:
         start = {k: header[k] for k in ("version", "eval", "plan")}
         zf.writestr("_journal/start.json", json.dumps(start))
         for s in plain:
@@ -207,10 +249,28 @@ def generate(root: Path, twin: str) -> list[Planted]:
     if not flawed:
         return []
     return [
-        Planted("prompt-identical-across-conditions", focus(BASE, "condition-pair", "mcq_cot.gpt-4o", "mcq_plain.gpt-4o"), "cot template never applied"),
-        Planted("analysis-reported-differs", focus(BASE, "reported", "inspect", "mcq_plainEvalId0000000000", "choice", "accuracy"), "accuracy not the samples' mean"),
-        Planted("output-planned-without-terminal", focus(BASE, "call", "mcq_plain.gpt-4o--5--2"), "sample missing from the log"),
+        Planted(
+            "prompt-identical-across-conditions",
+            focus(BASE, "condition-pair", "mcq_cot.gpt-4o", "mcq_plain.gpt-4o"),
+            "cot template never applied",
+        ),
+        Planted(
+            "analysis-reported-differs",
+            focus(BASE, "reported", "inspect", "mcq_plainEvalId0000000000", "choice", "accuracy"),
+            "accuracy not the samples' mean",
+        ),
+        Planted(
+            "output-planned-without-terminal",
+            focus(BASE, "call", "mcq_plain.gpt-4o--5--2"),
+            "sample missing from the log",
+        ),
         Planted("model-alias-unresolved", focus(BASE, "model-spec", "gpt4o"), "no resolved model recorded"),
-        Planted("output-duplicate-terminal", focus(BASE, "call", "mcq_cot.gpt-4o--3--1"), "sample id logged twice"),
-        Planted("output-error-with-verdict", focus(BASE, "record", "inspect", "mcq_cotEvalId0000000000", "mcq_cot-2-2"), "failed sample scored"),
+        Planted(
+            "output-duplicate-terminal", focus(BASE, "call", "mcq_cot.gpt-4o--3--1"), "sample id logged twice"
+        ),
+        Planted(
+            "output-error-with-verdict",
+            focus(BASE, "record", "inspect", "mcq_cotEvalId0000000000", "mcq_cot-2-2"),
+            "failed sample scored",
+        ),
     ]
