@@ -183,3 +183,35 @@ def test_score_values_as_value_to_float_reads_them() -> None:
 def test_condition_is_metadata_else_task_and_model() -> None:
     assert condition_key({"task": "inspect_evals/gpqa", "model": "openai/gpt-4o-2024-08-06"}) == "gpqa.gpt-4o"
     assert condition_key({"task": "t", "model": "m", "metadata": {"condition": "B arm"}}) == "B_arm"
+
+
+def test_a_lone_surrogate_costs_only_its_sample(tmp_path: Path) -> None:
+    """A ``.json`` log with two samples, one holding a lone surrogate escape: that sample is
+    one line, the other imports."""
+    log = json.loads((REAL / "log_formats.json").read_text(encoding="utf-8"))
+    second = json.loads(json.dumps(log["samples"][0]))
+    second["id"] = 2
+    log["samples"].append(second)
+    text = json.dumps(log).replace('"input": "', '"input": "\\udc80', 1)
+    ingested = ingest_bundle(_bundle(tmp_path, {"log.json": text}))
+    assert [str(p) for p in ingested.rejected] == [
+        "log.json: samples[0]: lone surrogate \\udc80 in input: not storable as UTF-8 text"
+    ]
+    assert ingested.select("SELECT ?id WHERE { ?r a pg:CallRecord ; pg:callId ?id }") == [
+        {"id": "popularity.llama3.1--2--1"}
+    ]
+
+
+def test_a_corrupt_compressed_member_is_one_line(tmp_path: Path) -> None:
+    """Bytes flipped inside one deflated sample: zlib's error is that member's line."""
+    data = bytearray((REAL / "popularity.eval").read_bytes())
+    with zipfile.ZipFile(REAL / "popularity.eval") as zf:
+        info = zf.getinfo("samples/7_epoch_1.json")
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data[start + 40 : start + 48] = b"\xff" * 8
+    ingested = ingest_bundle(_bundle(tmp_path, {"p.eval": bytes(data)}))
+    reasons = [str(p) for p in ingested.rejected]
+    assert len(reasons) == 1 and reasons[0].startswith(
+        "p.eval: samples/7_epoch_1.json: cannot read the member"
+    )
+    assert ingested.select("SELECT (COUNT(?r) AS ?n) WHERE { ?r a pg:CallRecord }") == [{"n": "9"}]

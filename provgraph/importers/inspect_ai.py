@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import re
 import zipfile
+import zlib
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -76,8 +77,9 @@ TOLERANCE = Decimal("1e-9")
 
 
 def _loads(text: str, where: str, rel: str) -> Any:
+    # a lone surrogate is refused sample by sample (write_sample), not for the whole log
     try:
-        return loads_checked(text, parse_float=Decimal)
+        return loads_checked(text, parse_float=Decimal, surrogates=False)
     except json.JSONDecodeError as err:
         raise InputError(
             rel, f"{where}malformed JSON: {err.msg} (line {err.lineno}, column {err.colno})"
@@ -102,7 +104,7 @@ class _Zip:
         try:
             with self.zip.open(info) as fh:
                 data = fh.read(MAX_DOCUMENT_BYTES + 1)
-        except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError) as err:
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as err:
             raise RecordError(f"cannot read the member: {err}") from err
         if len(data) > MAX_DOCUMENT_BYTES:
             raise RecordError("expands past the 256 MiB limit for one JSON document")
