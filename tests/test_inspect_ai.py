@@ -12,6 +12,8 @@ log_read_sample.eval`` (ollama/gemma3) and ``tests/log/test_eval_log/log_formats
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import sys
@@ -215,3 +217,40 @@ def test_a_corrupt_compressed_member_is_one_line(tmp_path: Path) -> None:
         "p.eval: samples/7_epoch_1.json: cannot read the member"
     )
     assert ingested.select("SELECT (COUNT(?r) AS ?n) WHERE { ?r a pg:CallRecord }") == [{"n": "9"}]
+
+
+REAL_CONTRACT = """
+[plan]
+[analysis]
+[models.gpt4o]
+requested = "openai/gpt-4o"
+alias_ok = true
+[models.mini]
+requested = "openai/gpt-4o-mini"
+alias_ok = true
+[models.gemma]
+requested = "ollama/gemma3"
+alias_ok = true
+[models.llama]
+requested = "ollama/llama3.1"
+alias_ok = true
+"""
+
+
+def test_the_gate_passes_on_the_real_logs(tmp_path: Path) -> None:
+    """No false alarm on four real runs: the 2024 ``.json`` log has no ``completion`` (its text is
+    the first choice's message) and no ``sample_ids`` (its samples plan their own calls)."""
+    from provgraph.cli import main  # the CLI is what a user runs; imported here as only this test needs it
+
+    root = _bundle(tmp_path, {p.name: p for p in REAL.iterdir()}, REAL_CONTRACT)
+    out = tmp_path / "check.json"
+    for args in (["ingest"], ["check", "--all-violations", "--format", "json", "-o", str(out)]):
+        quiet = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO())
+        with quiet[0], quiet[1], contextlib.suppress(SystemExit):
+            main(["-C", str(root), *args])
+    report = json.loads(out.read_text(encoding="utf-8"))
+    fired = {r["id"]: r["violations"] for r in report["rules"] if r["violations"]}
+    assert fired == {} and report["gate"] == "pass"
+    ran = {r["id"] for r in report["rules"] if r["outcome"] == "pass"}
+    assert {"output-ok-without-output", "output-unplanned-record", "model-alias-unresolved"} <= ran
+    assert {"analysis-reported-differs", "output-planned-without-terminal"} <= ran

@@ -104,3 +104,19 @@ def log_time(value: Any) -> dt.datetime | None:
         return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+
+
+def completion_text(output: dict[str, Any]) -> str | None:
+    """A ModelOutput's text: its ``completion`` (written since Inspect 0.3.5x), else the text of
+    its first choice's message (older logs: a string, or content parts of type text)."""
+    if isinstance(output.get("completion"), str):
+        return output["completion"]
+    choices = output.get("choices") if isinstance(output.get("choices"), list) else []
+    message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return None

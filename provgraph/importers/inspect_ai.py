@@ -42,6 +42,7 @@ from provgraph.evidence.identity import Identity, canonical_json, write_identity
 from provgraph.evidence.inspect_log import (
     LIMIT_STATUS,
     STOP_STATUS,
+    completion_text,
     condition_key,
     log_time,
     plain_json,
@@ -229,6 +230,8 @@ class _Run:
         epochs = config.get("epochs")
         self.epochs = epochs if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0 else 1
         self.reducer = config.get("epochs_reducer")
+        #: samples planned from the samples themselves (None: the log states its plan)
+        self.planned: set[tuple[str, int]] | None = None
 
     def write_spec(self) -> None:
         add, s, node = self.ctx.add, self.spec, self.node
@@ -273,26 +276,33 @@ class _Run:
         return f"{self.cond}--{sample_id}--{epoch}"
 
     def write_plan(self) -> None:
-        """Planned calls: the sample ids the run selected, times its epochs."""
+        """Planned calls: the sample ids the run selected, times its epochs. A log older than
+        ``dataset.sample_ids`` states no plan: each sample it holds plans its own call, and a
+        missing sample cannot be seen (said on the run)."""
         dataset = self.spec.get("dataset") if isinstance(self.spec.get("dataset"), dict) else {}
         ids = dataset.get("sample_ids")
         if not isinstance(ids, list):
+            self.planned = set()
+            self.ctx.add(self.node, PG.message, "the log lists no sample ids: planned = the samples it holds")
             return
-        add, plan = self.ctx.add, self.ctx.iri("plan", "main")
         for sample_id in dict.fromkeys(str(i) for i in ids if isinstance(i, (str, int))):
-            case = self.ctx.iri("case", sample_id)
-            add(case, RDF_TYPE, PG.Case)
-            add(case, PG.key, sample_id)
             for epoch in range(1, self.epochs + 1):
-                cid = self.call_id(sample_id, epoch)
-                call = self.ctx.iri("call", cid)
-                add(call, RDF_TYPE, PG.PlannedCall)
-                add(call, PG.callId, cid)
-                add(call, PG.case, case)
-                add(call, PG.condition, self.ctx.iri("condition", self.cond))
-                add(call, PG.replicate, epoch)
-                add(call, PG.inPlan, plan)
-                add(call, PG.sourceFile, self.ctx.source_iri)
+                self._planned_call(sample_id, epoch)
+
+    def _planned_call(self, sample_id: str, epoch: int) -> None:
+        add, plan = self.ctx.add, self.ctx.iri("plan", "main")
+        case = self.ctx.iri("case", sample_id)
+        add(case, RDF_TYPE, PG.Case)
+        add(case, PG.key, sample_id)
+        cid = self.call_id(sample_id, epoch)
+        call = self.ctx.iri("call", cid)
+        add(call, RDF_TYPE, PG.PlannedCall)
+        add(call, PG.callId, cid)
+        add(call, PG.case, case)
+        add(call, PG.condition, self.ctx.iri("condition", self.cond))
+        add(call, PG.replicate, epoch)
+        add(call, PG.inPlan, plan)
+        add(call, PG.sourceFile, self.ctx.source_iri)
 
     def write_sample(self, where: str, sample: Any) -> str | None:
         """The records and scores of one sample, or why it cannot be read."""
@@ -316,6 +326,9 @@ class _Run:
         except ValueError as err:
             return f"messages: {err}"
         sid, cid = str(sample_id), self.call_id(sample_id, epoch)
+        if self.planned is not None and (sid, epoch) not in self.planned:
+            self.planned.add((sid, epoch))
+            self._planned_call(sid, epoch)
         key = sample.get("uuid") if isinstance(sample.get("uuid"), str) else where
         retries = sample.get("error_retries") if isinstance(sample.get("error_retries"), list) else []
         for n, retry in enumerate(retries, start=1):
@@ -359,8 +372,7 @@ class _Run:
         add(node, PG.evalRun, self.node)
         completion, resolved = None, None
         if out:
-            text = out.get("completion")
-            completion = text if isinstance(text, str) else None
+            completion = completion_text(out)
             resolved = out.get("model") if isinstance(out.get("model"), str) else None
             choices = out.get("choices") if isinstance(out.get("choices"), list) else []
             reason = choices[0].get("stop_reason") if choices and isinstance(choices[0], dict) else None
