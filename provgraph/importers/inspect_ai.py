@@ -73,6 +73,9 @@ from provgraph.ingest.readers import MAX_DOCUMENT_BYTES
 HEADER = "header.json"
 START = "_journal/start.json"
 _SAMPLE = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
+#: the sample fields whose text is stored (messages and attachments are only hashed; events,
+#: store and metadata are not read)
+STORED = ("id", "epoch", "uuid", "output", "scores", "error", "error_retries", "limit")
 #: metric values in a log are machine floats: compared to 1e-9, not to their last digit
 TOLERANCE = Decimal("1e-9")
 
@@ -113,8 +116,8 @@ class _Zip:
             text = data.decode("utf-8")
         except UnicodeDecodeError as err:
             raise RecordError(f"not UTF-8 text (byte {err.start})") from err
-        try:
-            return loads_checked(text, parse_float=Decimal)
+        try:  # a lone surrogate is looked for only where it would be stored (write_sample)
+            return loads_checked(text, parse_float=Decimal, surrogates=False)
         except json.JSONDecodeError as err:
             raise RecordError(f"malformed JSON: {err.msg} (line {err.lineno}, column {err.colno})") from err
 
@@ -308,7 +311,7 @@ class _Run:
         """The records and scores of one sample, or why it cannot be read."""
         if not isinstance(sample, dict):
             return "a sample must be an object"
-        bad = lone_surrogate(sample)
+        bad = lone_surrogate({k: sample[k] for k in STORED if k in sample})
         if bad:
             return bad
         sample_id, epoch = sample.get("id"), sample.get("epoch", 1)
