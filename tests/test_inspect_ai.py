@@ -188,16 +188,17 @@ def test_condition_is_metadata_else_task_and_model() -> None:
 
 
 def test_a_lone_surrogate_costs_only_its_sample(tmp_path: Path) -> None:
-    """A ``.json`` log with two samples, one holding a lone surrogate escape: that sample is
-    one line, the other imports."""
+    """A ``.json`` log with two samples, one holding a lone surrogate escape in a field that is
+    stored (its score): that sample is one line, the other imports."""
     log = json.loads((REAL / "log_formats.json").read_text(encoding="utf-8"))
     second = json.loads(json.dumps(log["samples"][0]))
     second["id"] = 2
     log["samples"].append(second)
-    text = json.dumps(log).replace('"input": "', '"input": "\\udc80', 1)
+    log["samples"][0]["scores"]["match"]["value"] = "SURROGATE"
+    text = json.dumps(log).replace('"SURROGATE"', '"C\\udc80"', 1)
     ingested = ingest_bundle(_bundle(tmp_path, {"log.json": text}))
     assert [str(p) for p in ingested.rejected] == [
-        "log.json: samples[0]: lone surrogate \\udc80 in input: not storable as UTF-8 text"
+        "log.json: samples[0]: lone surrogate \\udc80 in scores.match.value: not storable as UTF-8 text"
     ]
     assert ingested.select("SELECT ?id WHERE { ?r a pg:CallRecord ; pg:callId ?id }") == [
         {"id": "popularity.llama3.1--2--1"}
