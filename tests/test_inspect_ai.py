@@ -59,7 +59,7 @@ def test_real_logs_ingest_without_rejects(tmp_path: Path) -> None:
     )
     assert ingested.rejected == [] and ingested.problems == []
     rows = ingested.select(
-        "SELECT ?cond (COUNT(?r) AS ?n) WHERE { ?r a pg:CallRecord ; pg:condition/pg:key ?cond }"
+        "SELECT ?cond (COUNT(?r) AS ?n) WHERE { ?r a pg:CallRecord ; pg:forCall/pg:condition/pg:key ?cond }"
         " GROUP BY ?cond"
     )
     assert {r["cond"]: int(r["n"]) for r in rows} == {
