@@ -43,6 +43,8 @@ _NOT_DECODING = {"model", "messages", "system", "input", "tools", "tool_choice",
 _DATE = re.compile(r"(?:[-_@](?:19|20)\d{2}-?\d{2}-?\d{2}|-[01]\d[0-3]\d)$")
 _PINNED = re.compile(r"(?:19|20)\d{2}-?\d{2}-?\d{2}|-[01]\d[0-3]\d$")
 _LATEST = re.compile(r"[-_@]latest$")
+# A Hugging Face commit pinned after the repository id (``org/model@<sha>``, as lm-eval importers write it).
+_REVISION = re.compile(r"@[0-9a-f]{7,40}$")
 
 
 def canonical_json(value: Any) -> bytes:
@@ -82,8 +84,10 @@ def model_family(model: str) -> str:
     ('claude-3-5-sonnet', 'claude-3-5-sonnet')
     >>> model_family("gpt-4o-mini-2024-07-18"), model_family("gpt-4-0613")
     ('gpt-4o-mini', 'gpt-4')
+    >>> model_family("EleutherAI/pythia-160m@50f5173d932e8e61f858120bcb800b97af589f46")
+    'pythia-160m'
     """
-    name = model.strip().rsplit("/", 1)[-1].lower()
+    name = _REVISION.sub("", model.strip().lower()).rsplit("/", 1)[-1]
     name = _LATEST.sub("", name)
     return _DATE.sub("", name)
 
@@ -93,7 +97,11 @@ def is_pinned(model: str) -> bool:
 
     >>> is_pinned("gpt-4o-2024-08-06"), is_pinned("gpt-4o"), is_pinned("claude-3-5-sonnet-latest")
     (True, False, False)
+    >>> is_pinned("EleutherAI/pythia-160m@50f5173d932e8e61f858120bcb800b97af589f46")
+    True
     """
+    if _REVISION.search(model.strip().lower()):
+        return True
     return bool(_PINNED.search(model)) and not _LATEST.search(model)
 
 
