@@ -33,6 +33,7 @@ from provgraph.stats.harness import harness_statistics
 from provgraph.stats.matrices import Matrix
 from provgraph.stats.query import PREFIXES, key_of
 from provgraph.stats.reviews import ReviewResults, reviewer_statistics
+from provgraph.stats.scores import score_statistics
 from provgraph.stats.statistic import (
     ADJUSTMENT_ALIASES,
     NAME_ALIASES,
@@ -50,7 +51,7 @@ log = logging.getLogger(__name__)
 
 SLOT = "analysis:statistics"
 #: bumped whenever the statistics graph changes shape or a computation changes
-ENGINE_VERSION = "2"
+ENGINE_VERSION = "4"
 
 
 @dataclass
@@ -102,16 +103,18 @@ def refresh(store: Store, force: bool = False) -> Outcome:
     grid = build_grid(store, base, annotation, analysis)
     cell_results = compute(grid, analysis, base) if grid is not None else None
     review_results = reviewer_statistics(store, base, analysis)
+    score_stats, score_notes = score_statistics(store, base)
     harness = harness_statistics(store, base)
-    if cell_results is None and (review_results is None or not review_results.stats) and not harness:
-        notes = review_results.notes if review_results else []
+    nothing = cell_results is None and (review_results is None or not review_results.stats)
+    if nothing and not harness and not score_stats:
+        notes = (review_results.notes if review_results else []) + score_notes
         if slot is not None:
             catalog.remove(store, SLOT)
             store.flush()
             return Outcome("removed", notes=notes)
         return Outcome("nothing", notes=notes)
     stats = (cell_results.stats if cell_results else []) + (review_results.stats if review_results else [])
-    stats += harness
+    stats += harness + score_stats
     index = StatIndex(stats)
     reported = read_reported(store, base, slot.graph if slot else None)
     outcome = Outcome(
@@ -133,6 +136,7 @@ def refresh(store: Store, force: bool = False) -> Outcome:
     outcome.notes = (cell_results.notes if cell_results else []) + (
         review_results.notes if review_results else []
     )
+    outcome.notes += score_notes
     with tempfile.TemporaryDirectory(prefix="provgraph-stats-") as tmp:
         nt = Path(tmp) / "statistics.nt"
         with nt.open("w", encoding="utf-8") as fh:
