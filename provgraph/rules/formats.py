@@ -10,7 +10,7 @@ from provgraph import __version__
 from provgraph.rules.rule import Severity
 from provgraph.rules.runner import CheckReport, Outcome
 
-FORMATS = ("text", "json", "junit", "sarif", "markdown")
+FORMATS = ("text", "json", "junit", "sarif", "markdown", "shacl")
 _SARIF_LEVEL: dict[Severity, str] = {"fail": "error", "restrict": "warning", "info": "note"}
 _MARK: dict[Outcome, str] = {
     "pass": "pass",
@@ -240,6 +240,11 @@ def render(report: CheckReport, fmt: str) -> str:
         return to_sarif(report)
     if fmt == "markdown":
         return to_markdown(report)
+    if fmt == "shacl":
+        # lazy: the SHACL writer is its own module, loaded only for this format
+        from provgraph.rules.shacl import to_shacl
+
+        return to_shacl(report)
     if fmt == "text":
         return to_text(report)
     raise ValueError(f"unknown format {fmt!r}")
