@@ -80,7 +80,8 @@ def primary_sources(store: Store, graphs: list[str]) -> Iterator[ox.Triple]:
         f"""PREFIX prov: <{PROV_NS}>
         CONSTRUCT {{ ?s prov:qualifiedPrimarySource _:q . _:q a prov:PrimarySource ; prov:entity ?o }}
         WHERE {{ SELECT DISTINCT ?s ?o WHERE {{
-          VALUES ?g {{ {_values(graphs)} }} GRAPH ?g {{ ?s prov:hadPrimarySource ?o }} FILTER(isIRI(?o)) }} }}"""
+          VALUES ?g {{ {_values(graphs)} }} GRAPH ?g {{ ?s prov:hadPrimarySource ?o }}
+          FILTER(isIRI(?o)) }} }}"""
     )
 
 
