@@ -180,9 +180,8 @@ def test_provxml_without_lxml_names_the_extra(pilot: Bundle, tmp_path: Path, mon
 
     monkeypatch.setitem(sys.modules, "lxml.etree", None)  # import lxml.etree now raises ImportError
     out = tmp_path / "x.provxml"
-    with pytest.raises(MissingExtraError, match=r"pip install 'provgraph\[provxml\]'"):
-        with out.open("wb") as fh:
-            export(pilot.store, "provxml", fh)
+    with pytest.raises(MissingExtraError, match=r"pip install 'provgraph\[provxml\]'"), out.open("wb") as fh:
+        export(pilot.store, "provxml", fh)
     assert out.read_bytes() == b""
 
 
@@ -227,3 +226,35 @@ def test_check_as_shacl_report_one_result_per_violation(pilot: Bundle, tmp_path:
     )
     assert got == want and sum(want.values()) == report["counts"]["violations"]
     assert any(k[2] == f"{SH}Warning" for k in want) and any(k[2] == f"{SH}Violation" for k in want)
+
+
+def test_shacl_report_fails_closed_on_a_rule_that_could_not_run() -> None:
+    """A rule that could not run is a sh:Violation result on the rule's node (the gate fails
+    closed, so the report does not conform); a report with no violation conforms."""
+    import datetime as dt
+
+    from rdflib import Graph, Literal, Namespace, URIRef
+
+    from provgraph.rules import load_rules
+    from provgraph.rules.formats import render
+    from provgraph.rules.runner import CheckReport, RuleResult
+
+    sh = Namespace(SH)
+    rule = next(r for r in load_rules() if r.id == "output-unplanned-record")
+    base = "https://example.org/p/"
+
+    def report(result: RuleResult) -> Graph:
+        check = CheckReport([result], ["output"], base, "p", dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+        return Graph().parse(data=render(check, "shacl"), format="turtle")
+
+    failed = report(RuleResult(rule, "error", error="query does not parse"))
+    (result,) = failed.objects(None, sh.result)
+    assert next(failed.objects(None, sh.conforms)) == Literal(False)
+    assert failed.value(result, sh.focusNode) == URIRef(f"{base}rule/output-unplanned-record")
+    assert failed.value(result, sh.resultSeverity) == sh.Violation
+    assert "query does not parse" in str(failed.value(result, sh.resultMessage))
+    assert str(failed.value(result, URIRef("https://w3id.org/provgraph/ns#outcome"))) == "error"
+    passed = report(RuleResult(rule, "pass"))
+    assert next(passed.objects(None, sh.conforms)) == Literal(True) and not list(
+        passed.objects(None, sh.result)
+    )
