@@ -258,3 +258,29 @@ def test_shacl_report_fails_closed_on_a_rule_that_could_not_run() -> None:
     assert next(passed.objects(None, sh.conforms)) == Literal(True) and not list(
         passed.objects(None, sh.result)
     )
+
+
+@pytest.mark.parametrize("fmt", ["provn", "provjson", "provxml"])
+def test_a_namespace_outside_the_declared_ones_gets_one_prefix(fmt: str, tmp_path: Path) -> None:
+    """Nodes outside the base IRI and provgraph's vocabularies (an imported external IRI) are
+    declared under a prefix named after their folder, and prov reads the relation back."""
+    import pyoxigraph as ox
+
+    from provgraph.export import declared_prefixes
+    from provgraph.export.provdoc import write_prov
+
+    a = ox.NamedNode("https://example.org/p/import/x/1")
+    e = ox.NamedNode("https://data.example.net/dicom/tags/0010")
+    rdf_type = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+    triples = [
+        ox.Triple(a, rdf_type, ox.NamedNode(PROV + "Activity")),
+        ox.Triple(e, rdf_type, ox.NamedNode(PROV + "Entity")),
+        ox.Triple(a, ox.NamedNode(PROV + "used"), e),
+    ]
+    out = tmp_path / f"x.{fmt}"
+    with out.open("wb") as fh:
+        assert write_prov(triples, fmt, fh, declared_prefixes("https://example.org/p/")) == 3
+    doc = read_back(out, fmt)
+    namespaces = {ns.prefix: ns.uri for ns in doc.get_registered_namespaces()}
+    assert namespaces["dicom_tags"] == "https://data.example.net/dicom/tags/"
+    assert record_counts(doc) == {"ProvActivity": 1, "ProvEntity": 1, "ProvUsage": 1}

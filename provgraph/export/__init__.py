@@ -92,31 +92,18 @@ def typed_triples(store: Store, graphs: list[str]) -> Iterator[ox.Triple]:
     )
 
 
-def used_prefixes(store: Store, graphs: list[str], base_iri: str = "") -> dict[str, str]:
-    """The prefixes worth declaring: the vocabularies provgraph writes, the bundle's base IRI,
-    and one per namespace outside both that the graph actually uses (a handful: every node
-    provgraph mints is under the base IRI)."""
+def declared_prefixes(base_iri: str = "") -> dict[str, str]:
+    """The prefixes an export declares: the vocabularies provgraph writes and the bundle's base
+    IRI, under which every node provgraph mints lies. (Scanning the graph for other namespaces
+    cost as much as the export itself; the PROV formats add a prefix for any other namespace
+    as they meet it.)"""
     found = dict(PREFIXES)
     if base_iri:
         found[BASE_PREFIX] = base_iri
-    if not graphs:
-        return found
-    known = " && ".join(f'!STRSTARTS(?i, "{ns}")' for ns in found.values())
-    rows = store.select(
-        f"""SELECT DISTINCT ?ns WHERE {{
-          VALUES ?g {{ {_values(graphs)} }} GRAPH ?g {{ ?s ?p ?o }}
-          VALUES ?pos {{ 0 1 2 }}
-          BIND(STR(IF(?pos = 0, ?s, IF(?pos = 1, ?p, ?o))) AS ?i)
-          FILTER(isIRI(IF(?pos = 0, ?s, IF(?pos = 1, ?p, ?o))) && {known})
-          BIND(REPLACE(?i, "[^/#]*$", "") AS ?ns) FILTER(STRLEN(?ns) > 0) }}"""
-    )
-    for row in sorted(rows, key=lambda r: r["ns"].value):
-        ns = row["ns"].value
-        found[_prefix_for(ns, found)] = ns
     return found
 
 
-def _prefix_for(ns: str, taken: dict[str, str]) -> str:
+def prefix_for(ns: str, taken: dict[str, str]) -> str:
     """A prefix named after a namespace's last path segments (``dicom_tags``, ``ns``...)."""
     tail = "_".join(re.split(r"[/:]+", ns.rstrip("/#"))[-2:])
     stem = re.sub(r"[^A-Za-z0-9_]+", "_", tail).strip("_").lower() or "ns"
@@ -145,7 +132,7 @@ def _export(store: Store, fmt: str, out: IO[bytes], with_ontology: bool, base_ir
     graphs = exported_graphs(store, with_ontology)
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}")
-    prefixes = used_prefixes(store, graphs, base_iri) if fmt in ("turtle", "trig", *PROV_FORMATS) else {}
+    prefixes = declared_prefixes(base_iri)
     if fmt in PROV_FORMATS:
         # lazy: prov and rdflib load only for the PROV formats (start-up time)
         from provgraph.export.provdoc import write_prov
@@ -158,7 +145,7 @@ def _export(store: Store, fmt: str, out: IO[bytes], with_ontology: bool, base_ir
             for g in graphs  # CONSTRUCT yields triples: put each graph's name back on them
             for t in store.construct(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH <{g}> {{ ?s ?p ?o }} }}")
         )
-        kwargs = {"prefixes": prefixes} if fmt == "trig" else {}
+        kwargs = {"prefixes": prefixes} if fmt == "trig" else {}  # N-Quads has no prefixes
         ox.serialize(counter.count(quads), out, format=RDF_FORMATS[fmt], **kwargs)
         return counter.n
     kwargs = {"prefixes": prefixes} if fmt == "turtle" else {}

@@ -1,7 +1,8 @@
 """PROV-N, PROV-JSON and PROV-XML exports, written by the prov package from the typed graph.
 
 The graph goes to prov as PROV-O through prov's own RDF decoder, with the handful of prefixes
-the graph uses declared (:func:`provgraph.export.used_prefixes`), so every identifier is written
+the graph uses declared (:func:`provgraph.export.declared_prefixes`, and one more for any
+other namespace met), so every identifier is written
 as ``prefix:local`` under one of them.
 
 PROV-XML writes identifiers as ``xsd:QName``, whose local part must be an XML name (no ``/``, no
@@ -24,6 +25,7 @@ from typing import IO
 import pyoxigraph as ox
 
 from provgraph.errors import MissingExtraError
+from provgraph.export import prefix_for
 from provgraph.rdf.vocab import PROV_NS
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,7 @@ def _rdflib_graph(triples: Iterable[ox.Triple], prefixes: dict[str, str], escape
 
     by_length = sorted(prefixes.items(), key=lambda kv: -len(kv[1]))
     used: dict[str, str] = {}
+    extra: dict[str, str] = {}
     iris: dict[str, URIRef] = {}
 
     def iri(value: str) -> URIRef:
@@ -110,6 +113,15 @@ def _rdflib_graph(triples: Iterable[ox.Triple], prefixes: dict[str, str], escape
                     if escape:
                         text = ns + xml_escape(value[len(ns) :])
                     break
+            else:  # a namespace outside the declared ones: give it a prefix of its own
+                cut = max(value.rfind("/"), value.rfind("#"))
+                if cut > 0 and cut < len(value) - 1:
+                    ns = value[: cut + 1]
+                    prefix = prefix_for(ns, {**prefixes, **extra})
+                    extra[prefix] = used[prefix] = ns
+                    by_length.append((prefix, ns))
+                    by_length.sort(key=lambda kv: -len(kv[1]))  # the longest namespace wins
+                    text = ns + xml_escape(value[cut + 1 :]) if escape else value
             term = iris[value] = URIRef(text)
         return term
 
