@@ -284,3 +284,22 @@ def test_a_namespace_outside_the_declared_ones_gets_one_prefix(fmt: str, tmp_pat
     namespaces = {ns.prefix: ns.uri for ns in doc.get_registered_namespaces()}
     assert namespaces["dicom_tags"] == "https://data.example.net/dicom/tags/"
     assert record_counts(doc) == {"ProvActivity": 1, "ProvEntity": 1, "ProvUsage": 1}
+
+
+def test_shacl_report_conforms_to_the_report_structure_of_the_spec(pilot: Bundle, tmp_path: Path) -> None:
+    """pySHACL validates the report against the structure SHACL section 3.6 gives a validation
+    report (tests/fixtures/shacl/report-shape.ttl, written from the spec; its SPARQL constraint
+    also catches a conforms that disagrees with the results)."""
+    from pyshacl import validate
+    from rdflib import Graph, Literal, Namespace
+
+    shacl = tmp_path / "check.ttl"
+    assert pilot.cli("check", "--no-record", "--format", "shacl", "-o", str(shacl))[0] == 1
+    shapes = Graph().parse(Path(__file__).parent / "fixtures" / "shacl" / "report-shape.ttl")
+    data = Graph().parse(shacl, format="turtle")
+    conforms, _, text = validate(data, shacl_graph=shapes, advanced=True)
+    assert conforms, text
+    sh = Namespace(SH)
+    report = next(data.subjects(sh.conforms, None))
+    data.set((report, sh.conforms, Literal(True)))  # a report that lies about its results
+    assert not validate(data, shacl_graph=shapes, advanced=True)[0]
