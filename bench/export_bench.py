@@ -32,7 +32,10 @@ def run(tree: Path, argv: list[str]) -> tuple[int, float, float]:
         "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])),
     }
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "provgraph", *argv], env=env, stdout=subprocess.DEVNULL)
+    # cwd=tree: `python -m` puts the working directory first on sys.path, before PYTHONPATH
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "provgraph", *argv], env=env, cwd=tree, stdout=subprocess.DEVNULL
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     return proc.returncode, time.perf_counter() - t0, usage.ru_maxrss / 1024
@@ -44,6 +47,7 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, required=True, help="the other source tree (e.g. main)")
     ap.add_argument("--out", type=Path, default=HERE / "out" / "export")
     ap.add_argument("--formats", default=",".join(FORMATS))
+    ap.add_argument("--trees", default="baseline,this", help="which trees to run")
     args = ap.parse_args()
     from bundles import scale_bundle
 
@@ -58,13 +62,14 @@ def main() -> None:
         known = subprocess.run(
             [sys.executable, "-m", "provgraph", "export", "--help"],
             env={**os.environ, "PYTHONPATH": str(args.baseline)},
+            cwd=args.baseline,
             capture_output=True,
             text=True,
             stdin=devnull,
         ).stdout
     for fmt in args.formats.split(","):
         for name, tree in (("baseline", args.baseline), ("this", HERE.parent)):
-            if name == "baseline" and fmt not in known:
+            if name not in args.trees.split(",") or (name == "baseline" and fmt not in known):
                 continue
             target = args.out / f"{name}.{fmt}"
             code, seconds, peak = run(tree, ["-C", str(root), "export", "--format", fmt, "-o", str(target)])
@@ -79,7 +84,7 @@ def main() -> None:
                 f"{name:8} {fmt:8} exit {code} {seconds:7.2f} s {peak:7.0f} MiB {size / 2**20:8.1f} MiB",
                 flush=True,
             )
-    (args.out / "results.json").write_text(json.dumps(results, indent=2))
+    (args.out / f"results-{args.trees.replace(',', '-')}.json").write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

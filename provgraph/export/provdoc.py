@@ -66,30 +66,32 @@ def xml_unescape(name: str) -> str:
 def write_prov(triples: Iterable[ox.Triple], fmt: str, out: IO[bytes], prefixes: dict[str, str]) -> int:
     """Write ``triples`` (PROV-O, with explicit PROV types) as ``provn``, ``provjson`` or
     ``provxml`` to ``out``; returns the number of triples read."""
-    # lazy: prov and rdflib are loaded only by the PROV formats (start-up time)
-    from prov.model import ProvDocument
-    from prov.serializers.provrdf import ProvRDFSerializer
-
     if fmt == "provxml":
         try:
             # lazy: lxml is the optional extra PROV-XML needs (prov's XML writer imports it)
             import lxml.etree  # noqa: F401
         except ImportError as err:
             raise MissingExtraError(PROVXML_HINT) from err
-    graph, n = _rdflib_graph(triples, prefixes, escape=fmt == "provxml")
+    doc, n = _document(triples, prefixes, escape=fmt == "provxml")
+    # prov's writers build the whole text before writing it: the rdflib graph is gone by then
+    doc.serialize(out, format={"provn": "provn", "provjson": "json", "provxml": "xml"}[fmt], indent=2)
+    return n
+
+
+def _document(triples: Iterable[ox.Triple], prefixes: dict[str, str], escape: bool):
+    """The triples decoded into a prov ``ProvDocument`` by prov's own PROV-O reader."""
+    # lazy: prov is loaded only by the PROV formats (start-up time)
+    from prov.model import ProvDocument
+    from prov.serializers.provrdf import ProvRDFSerializer
+
+    graph, n = _rdflib_graph(triples, prefixes, escape)
     doc = ProvDocument()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ProvRDFSerializer(doc).decode_document(graph, doc)
     for w in caught[:5]:  # prov drops what PROV cannot express; say so on the log
         log.info("PROV export: %s", str(w.message)[:500])
-    if fmt == "provn":
-        out.write(doc.get_provn().encode("utf-8"))
-    elif fmt == "provjson":
-        out.write(doc.serialize(format="json", indent=2).encode("utf-8"))
-    else:
-        doc.serialize(out, format="xml")
-    return n
+    return doc, n
 
 
 def _rdflib_graph(triples: Iterable[ox.Triple], prefixes: dict[str, str], escape: bool):
