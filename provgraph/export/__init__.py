@@ -19,7 +19,7 @@ from typing import IO
 
 import pyoxigraph as ox
 
-from provgraph.rdf.vocab import PREFIXES, PROV_NS, RDFS_NS
+from provgraph.rdf.vocab import PREFIXES, PROV_NS, RDF_NS, RDFS_NS
 from provgraph.store import catalog
 from provgraph.store.base import Store
 
@@ -47,27 +47,34 @@ def _values(graphs: list[str]) -> str:
 
 
 def merged_triples(store: Store, graphs: list[str]) -> Iterator[ox.Triple]:
-    """The union of ``graphs`` as triples, streamed from the store."""
-    if not graphs:
-        return iter(())
-    return store.construct(
-        f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ VALUES ?g {{ {_values(graphs)} }} GRAPH ?g {{ ?s ?p ?o }} }}"
-    )
+    """The triples of ``graphs``, streamed from the store: a triple held by two graphs comes
+    twice (readers merge them; dropping duplicates here would hold every triple in memory)."""
+    for g in graphs:
+        yield from graph_triples(store, g)
+
+
+def graph_triples(store: Store, graph: str) -> Iterator[ox.Triple]:
+    """The triples of one graph, streamed."""
+    for s, p, o in store.solutions(f"SELECT ?s ?p ?o WHERE {{ GRAPH <{graph}> {{ ?s ?p ?o }} }}"):
+        yield ox.Triple(s, p, o)
 
 
 def prov_types(store: Store, graphs: list[str]) -> Iterator[ox.Triple]:
     """Explicit PROV classes (``prov:Entity``/``Activity``/``Agent`` and the PROV subtypes)
-    inferred from the ontology's class hierarchy, for PROV tools that do no reasoning."""
+    inferred from the ontology's class hierarchy, for PROV tools that do no reasoning; streamed
+    (a node with two classes of one PROV kind gets that kind twice)."""
     if not graphs:
-        return iter(())
+        return
     values = _values(graphs)
-    return store.construct(
+    rdf_type = ox.NamedNode(RDF_NS + "type")
+    for s, kind in store.solutions(
         f"""PREFIX prov: <{PROV_NS}> PREFIX rdfs: <{RDFS_NS}>
-        CONSTRUCT {{ ?s a ?kind }} WHERE {{ SELECT DISTINCT ?s ?kind WHERE {{
+        SELECT ?s ?kind WHERE {{
           VALUES ?g {{ {values} }} GRAPH ?g {{ ?s a ?c }}
           ?c rdfs:subClassOf* ?kind . FILTER(STRSTARTS(STR(?kind), STR(prov:)))
-          FILTER NOT EXISTS {{ VALUES ?h {{ {values} }} GRAPH ?h {{ ?s a ?kind }} }} }} }}"""
-    )
+          FILTER NOT EXISTS {{ VALUES ?h {{ {values} }} GRAPH ?h {{ ?s a ?kind }} }} }}"""
+    ):
+        yield ox.Triple(s, rdf_type, kind)
 
 
 def primary_sources(store: Store, graphs: list[str]) -> Iterator[ox.Triple]:
@@ -142,8 +149,8 @@ def _export(store: Store, fmt: str, out: IO[bytes], with_ontology: bool, base_ir
     if fmt in ("nquads", "trig"):
         quads = (
             ox.Quad(t.subject, t.predicate, t.object, ox.NamedNode(g))
-            for g in graphs  # CONSTRUCT yields triples: put each graph's name back on them
-            for t in store.construct(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH <{g}> {{ ?s ?p ?o }} }}")
+            for g in graphs
+            for t in graph_triples(store, g)
         )
         kwargs = {"prefixes": prefixes} if fmt == "trig" else {}  # N-Quads has no prefixes
         ox.serialize(counter.count(quads), out, format=RDF_FORMATS[fmt], **kwargs)
