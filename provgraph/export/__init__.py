@@ -5,8 +5,9 @@ The merged RDF formats (Turtle, N-Triples, JSON-LD) also assert, on every node, 
 its class is a subclass of (``prov:Entity``, ``prov:Activity``, ``prov:Agent`` and the PROV
 subtypes such as ``prov:Plan`` or ``prov:SoftwareAgent``), so a PROV reader that does no RDFS
 reasoning (``prov.read(format="rdf")``) still sees every node's kind. The per-graph formats
-(N-Quads, TriG) are the store's graphs exactly as imported. RDF exports stream from the store:
-memory does not grow with the graph.
+(N-Quads, TriG) are the store's graphs exactly as imported. RDF exports stream SELECT solutions
+from the store (a CONSTRUCT collects its triples to drop duplicates): memory does not grow with
+the graph.
 """
 
 from __future__ import annotations
