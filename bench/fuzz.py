@@ -100,6 +100,7 @@ def generated_bundles(out: Path) -> list[Path]:
 def seed_bundles(generated: Path) -> list[Path]:
     roots = generated_bundles(generated.resolve())
     roots += sorted((REPO / "tests" / "fixtures" / "rules").glob("*/flawed"))
+    roots += sorted((REPO / "tests" / "fixtures" / "records").glob("*/flawed"))  # declared records
     roots += sorted(p for p in (REPO / "examples").glob("*/*") if p.name in ("clean", "flawed"))
     roots += sorted(p for p in (REPO / "examples").glob("*") if (p / "provgraph.toml").is_file())
     return [r for r in roots if (r / "provgraph.toml").is_file()]

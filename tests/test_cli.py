@@ -115,10 +115,10 @@ def test_check_formats(cli, flawed: Path, tmp_path: Path, fmt: str) -> None:
         assert len(run["results"]) == 4
         assert {r["level"] for r in run["results"]} == {"error"}
         loc = next(r for r in run["results"] if r["ruleId"] == "output-unplanned-record")["locations"][0]
-        assert loc["physicalLocation"] == {
-            "artifactLocation": {"uri": "calls.jsonl"},
-            "region": {"startLine": 5},
-        }
+        physical = loc["physicalLocation"]
+        assert physical["artifactLocation"]["uri"] == "calls.jsonl"  # tmp_path is no git repository
+        assert physical["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
+        assert physical["region"] == {"startLine": 5}
     elif fmt == "markdown":
         assert text.startswith("# provgraph check: output-gate-flawed")
         assert "| `output-unplanned-record` | fail | VIOLATED | 1 |" in text
