@@ -253,8 +253,9 @@ def test_export_formats(cli, clean: Path, tmp_path: Path, fmt: str) -> None:
         assert not any("urn:provgraph:catalog" in str(q) for q in parsed)
     elif fmt == "provn":
         text = data.decode()
-        assert text.startswith("document") and "activity(import_plan:plan.csv" in text
-        assert "agent(importer_plan:1" in text
+        assert text.startswith("document") and "activity(bundle:import/plan/plan.csv" in text
+        assert "agent(bundle:importer/plan/1" in text
+        assert text.count("  prefix ") <= 6  # the namespaces used, not one per IRI folder
     else:
         doc = json.loads(data)
         assert len(doc["entity"]) > 10 and len(doc["activity"]) == 4 and doc["used"]

@@ -10,7 +10,7 @@ from typing import Any
 from provgraph.rules.runner import CheckReport, Outcome
 from provgraph.rules.sarif import SarifPlace, to_sarif
 
-FORMATS = ("text", "json", "junit", "sarif", "markdown")
+FORMATS = ("text", "json", "junit", "sarif", "markdown", "shacl")
 _MARK: dict[Outcome, str] = {
     "pass": "pass",
     "violated": "VIOLATED",
@@ -175,6 +175,11 @@ def render(report: CheckReport, fmt: str, place: SarifPlace | None = None) -> st
         return to_sarif(report, place)
     if fmt == "markdown":
         return to_markdown(report)
+    if fmt == "shacl":
+        # lazy: the SHACL writer is its own module, loaded only for this format
+        from provgraph.rules.shacl import to_shacl
+
+        return to_shacl(report)
     if fmt == "text":
         return to_text(report)
     raise ValueError(f"unknown format {fmt!r}")
