@@ -51,6 +51,7 @@ import sys
 import tempfile
 import threading
 import time
+import zipfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,6 +101,7 @@ def generated_bundles(out: Path) -> list[Path]:
 def seed_bundles(generated: Path) -> list[Path]:
     roots = generated_bundles(generated.resolve())
     roots += sorted((REPO / "tests" / "fixtures" / "rules").glob("*/flawed"))
+    roots += sorted((REPO / "tests" / "fixtures" / "records").glob("*/flawed"))  # declared records
     roots += sorted(p for p in (REPO / "examples").glob("*/*") if p.name in ("clean", "flawed"))
     roots += sorted(p for p in (REPO / "examples").glob("*") if (p / "provgraph.toml").is_file())
     return [r for r in roots if (r / "provgraph.toml").is_file()]
@@ -131,6 +133,8 @@ def find_seeds(generated: Path) -> dict[str, list[Seed]]:
     # one folder per run: concurrent chunked runs (--offset) must not rewrite each other's seeds
     # (a git seed rewritten under a running chunk lost its objects and stopped that run)
     for seed in synthetic_seeds(generated.resolve() / f"synthetic-{os.getpid()}"):
+        found[seed.importer].setdefault(seed.rel, seed)
+    for seed in harness_log_seeds(generated.resolve() / f"harness-logs-{os.getpid()}"):
         found[seed.importer].setdefault(seed.rel, seed)
     return {
         name: sorted(seeds.values(), key=lambda s: (size(s), str(s.bundle)))[:SEEDS_PER_IMPORTER]
@@ -210,6 +214,30 @@ def synthetic_seeds(root: Path) -> list[Seed]:
         Seed("anthropic-batch-requests", root, "requests.jsonl", ("requests.jsonl",)),
         Seed("anthropic-batch-results", root, "results.jsonl", ("results.jsonl",)),
         Seed("git", root, "repo", tuple(repo_files)),
+    ]
+
+
+def harness_log_seeds(root: Path) -> list[Seed]:
+    """Seeds for the Inspect AI and reviewer-harness importers: their real vendored files, and a
+    ``.eval`` stored uncompressed so that mutations reach the JSON inside the zip."""
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    shutil.copy2(REPO / "examples" / "output_gate" / "flawed" / "provgraph.toml", root / "provgraph.toml")
+    logs = REPO / "tests" / "fixtures" / "inspect_ai"
+    shutil.copy2(logs / "log_formats.json", root / "log_formats.json")
+    shutil.copy2(logs / "popularity.eval", root / "popularity.eval")
+    stored = zipfile.ZipFile(root / "stored.eval", "w", zipfile.ZIP_STORED)
+    with zipfile.ZipFile(logs / "mmlu-summary-choices.eval") as src, stored as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info))
+    shutil.copytree(REPO / "tests" / "fixtures" / "replication_trap", root, dirs_exist_ok=True)
+    return [
+        Seed("inspect-log", root, "log_formats.json", ("log_formats.json",)),
+        Seed("inspect-log", root, "popularity.eval", ("popularity.eval",)),
+        Seed("inspect-log", root, "stored.eval", ("stored.eval",)),
+        Seed("reviews", root, "audit_results/reviews.json", ("audit_results/reviews.json",)),
+        Seed("audit-report", root, "audit_results/audit_report.md", ("audit_results/audit_report.md",)),
     ]
 
 

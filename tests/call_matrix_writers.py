@@ -180,7 +180,11 @@ def _answer_text(attempt: Attempt) -> str:
 
 
 def write_calls(root: Path, sc: Scenario) -> None:
-    model = MODELS["calls"]
+    cb.write_jsonl(root / "calls.jsonl", _canonical(root, sc, MODELS["calls"]))
+
+
+def _canonical(root: Path, sc: Scenario, model: str) -> list[dict[str, Any]]:
+    """The canonical records of the scenario (output files written), the contract and plan."""
     images = _common(root, sc, model)
     assert not any(a.sends > 1 for a in sc.attempts), "canonical records have no batch to repeat an id in"
     records = []
@@ -208,7 +212,65 @@ def write_calls(root: Path, sc: Scenario) -> None:
         else:
             record["error"] = f"{attempt.status}: no response"
         records.append(record)
-    cb.write_jsonl(root / "calls.jsonl", records)
+    return records
+
+
+# --- declared records ([[ingest.records]]) ------------------------------------------------------
+
+#: a harness's own words for the final states (the declaration's value map turns them back)
+STATES = {"ok": "answered", "length": "cut", "refused": "declined", "error": "crashed"}
+STATES |= {"expired": "too_late", "canceled": "withdrawn", "timeout": "no_answer_in_time"}
+DECLARATION = """
+[[ingest.records]]
+glob = "harness/*.jsonl"
+where = { kind = "attempt" }
+[ingest.records.fields]
+call_id = "{condition}--{case}--1"
+status = { path = "outcome.state", map = { STATE_MAP } }
+requested_model = "request.model"
+prompt.system = "request.messages[0].content"
+prompt.user = "request.messages[1].content"
+image = { path = "request.image.path", optional = true }
+image_sha256 = { path = "request.image.sha256", optional = true }
+ended_at = "outcome.at"
+resolved_model = { path = "outcome.model", optional = true }
+finish_reason = { path = "outcome.finish", optional = true }
+output = { path = "outcome.file", optional = true }
+output_sha256 = { path = "outcome.sha256", optional = true }
+output_bytes = { path = "outcome.bytes", optional = true }
+error = { path = "outcome.error", optional = true }
+[ingest.records.constants]
+prompt_source = "request"
+""".replace("STATE_MAP", ", ".join(f'{w} = "{s}"' for s, w in STATES.items()))
+
+
+def write_declared(root: Path, sc: Scenario) -> None:
+    """The canonical records in a harness's own nested shape (one ``attempt`` event per record
+    among events of other kinds), read by an ``[[ingest.records]]`` declaration."""
+    records = _canonical(root, sc, MODELS["calls"])
+    cb.write_text(root / "provgraph.toml", (root / "provgraph.toml").read_text() + DECLARATION)
+    events: list[dict[str, Any]] = [{"kind": "start", "spec": {"eval": "cxr-findings"}}]
+    for r in records:
+        condition, case, _ = r["call_id"].split("--")
+        request: dict[str, Any] = {"model": r["requested_model"]}
+        request["messages"] = [
+            {"role": "system", "content": r["prompt"]["system"]},
+            {"role": "user", "content": r["prompt"]["user"]},
+        ]
+        if "image" in r:
+            request["image"] = {"path": r["image"], "sha256": r["image_sha256"]}
+        outcome = {"state": STATES[r["status"]], "at": r["ended_at"]}
+        for key, theirs in (("resolved_model", "model"), ("finish_reason", "finish"), ("output", "file")):
+            if key in r:
+                outcome[theirs] = r[key]
+        for key, theirs in (("output_sha256", "sha256"), ("output_bytes", "bytes"), ("error", "error")):
+            if key in r:
+                outcome[theirs] = r[key]
+        events.append(
+            {"kind": "attempt", "condition": condition, "case": case, "request": request, "outcome": outcome}
+        )
+    events.append({"kind": "summary", "attempts": len(records)})
+    cb.write_jsonl(root / "harness" / "log.jsonl", events)
 
 
 # --- OpenAI Batch API ---------------------------------------------------------------------------
@@ -309,15 +371,21 @@ def write_anthropic(root: Path, sc: Scenario) -> None:
         cb.write_jsonl(root / "batches" / f"msgbatch_{b:02d}_results.jsonl", results)
 
 
-WRITERS = {"calls": write_calls, "openai": write_openai, "anthropic": write_anthropic}
+WRITERS = {
+    "calls": write_calls,
+    "openai": write_openai,
+    "anthropic": write_anthropic,
+    "declared": write_declared,
+}
 
 
 def record_focus(importer: str, sc: Scenario, call_id: str, nth: int = 1) -> str:
     """The record node of the ``nth`` attempt at ``call_id``, as ``importer`` mints it."""
     mine = [a for a in sc.history() if a.call == call_id]
     attempt = mine[nth - 1]
-    if importer == "calls":
-        return cb.record_focus("calls.jsonl", call_id, nth)
+    if importer in ("calls", "declared"):
+        rel = "calls.jsonl" if importer == "calls" else "harness/log.jsonl"
+        return cb.record_focus(rel, call_id, nth)
     assert sum(a.batch == attempt.batch for a in mine) == 1, "one attempt per batch"
     b = attempt.batch
     if importer == "anthropic":
@@ -329,7 +397,7 @@ def record_focus(importer: str, sc: Scenario, call_id: str, nth: int = 1) -> str
 def request_focus(importer: str, sc: Scenario, call_id: str, nth: int = 1) -> str:
     """The node that sent the ``nth`` attempt at ``call_id``: its batch request (one per batch),
     or the canonical record, which states its own request."""
-    if importer == "calls":
+    if importer in ("calls", "declared"):
         return record_focus(importer, sc, call_id, nth)
     b = [a for a in sc.history() if a.call == call_id][nth - 1].batch
     name = f"msgbatch_{b:02d}_requests" if importer == "anthropic" else f"batch_{b:02d}_input"

@@ -136,6 +136,8 @@ def test_historical_bundle_fails_each_cohort_and_pixel_control(tmp_path: Path) -
         "cohort-view-not-allowed": entries([LATERAL]),
         "cohort-view-undocumented": entries(BLANK),
         "pixel-monochrome-polarity": sorted(f"rendering/rendered/{s}.png" for s in BLANK),
+        # the same reversed films, judged from the pixels each call sent (issue 18)
+        "pixel-polarity-from-pixels": sorted(f"call/{s}-{c}" for s in BLANK for c in CONDITIONS),
     }
     assert not report.passed
     # the graph answers "how many studies, how many patients" at both levels

@@ -9,6 +9,7 @@ when it cannot be installed.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -95,7 +96,7 @@ class Dom(HTMLParser):
         a = dict(attrs)
         if a.get("id"):
             self.ids[a["id"]] = []
-        if tag == "g" and any(i == "graph-picture" for _, i in self.open):
+        if tag == "g" and any(i == "picture-output" for _, i in self.open):
             self.svg_groups.append(a.get("class") or "")
         self.open.append((tag, a.get("id")))
 
@@ -140,11 +141,11 @@ def test_report_renders_in_chromium(cli, chromium: str, tmp_path: Path) -> None:
     assert f"cohort not declared {cohort} 0 0 0 {cohort} 0" in gate
     assert "2 nonempty" not in dom.text("panel-outputs")  # the generated bundle: 25 of 30
     assert "25 nonempty of 30 planned" in dom.text("panel-outputs")
-    if dot.dot_program() is not None:
-        assert sum(c.startswith("node") for c in dom.svg_groups) >= 8, dom.svg_groups
+    if dot.dot_program() is not None:  # the output clause's lineage picture
+        assert sum(c.startswith("node") for c in dom.svg_groups) >= 4, dom.svg_groups
         assert any("flagged" in c for c in dom.svg_groups)
     else:
-        assert "apt-get install graphviz" in dom.text("graph-picture")
+        assert "apt-get install graphviz" in dom.text("picture-output")
 
     # what a reader sees on a laptop: the top of the page, then the whole page
     top = tmp_path / "top.png"
@@ -168,8 +169,8 @@ def test_report_renders_in_chromium(cli, chromium: str, tmp_path: Path) -> None:
         rgb = im.convert("RGB")
         assert ImageStat.Stat(rgb.convert("L")).stddev[0] > 20
         if dot.dot_program() is not None:
-            # the graph is drawn: PROV-yellow entity fills and red violation outlines
-            assert _count(rgb, (255, 252, 135)) > 2000
+            # the clause picture is drawn: PROV-yellow entity fills and red violation outlines
+            assert _count(rgb, (255, 252, 135)) > 1000
             assert _count(rgb, (192, 0, 0)) > 100
         # the output plot is drawn: its green nonempty bar
         assert _count(rgb, (58, 125, 68)) > 500
@@ -181,3 +182,183 @@ def _count(image, colour: tuple[int, int, int], tolerance: int = 12) -> int:
 
     a = np.asarray(image, dtype=np.int16)
     return int((np.abs(a - np.array(colour, dtype=np.int16)) <= tolerance).all(axis=2).sum())
+
+
+# --- navigating the report of the radiology pilot's flawed twin, through Playwright ----------
+#
+# Playwright drives the system Chromium (executable_path), never a downloaded browser. The
+# bundle is examples/cxr_pilot's flawed twin: 375 violations in 8 clauses, 302 of them in the
+# annotation clause, and 36 claims in its texts.
+
+PILOT_FLAGS = [f for f in FLAGS if f != "--headless"]  # Playwright adds its own headless flag
+ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+@pytest.fixture(scope="module")
+def pilot(tmp_path_factory) -> tuple[Path, dict]:
+    """The flawed twin's report (written by `provgraph report`) and its check as JSON."""
+    from examples_support import generator, prepare, run_cli
+
+    root = tmp_path_factory.mktemp("pilot") / "flawed"
+    bundle = prepare(root, "flawed", generator("cxr_pilot").generate)
+    claims = bundle.count(
+        "PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#> "
+        "SELECT (COUNT(DISTINCT ?c) AS ?n) WHERE { ?c a/rdfs:subClassOf* pg:Claim }"
+    )
+    bundle.close()
+    out = root.parent / "report.html"
+    code, _ = run_cli("-C", str(root), "report", "-o", str(out), "--no-record")
+    assert code == 0 and out.is_file()
+    return out, {**bundle.check, "claims": claims}
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str):
+    from playwright.sync_api import sync_playwright  # test extra; loaded only by the browser tests
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=PILOT_FLAGS)
+        yield b
+        b.close()
+
+
+def _visible_rows(page, selector: str) -> int:
+    return page.locator(f"{selector} tr.v").evaluate_all(
+        "rows => rows.filter(r => r.checkVisibility()).length"
+    )
+
+
+def _no_overflow(page) -> None:
+    wide = page.evaluate(
+        """() => {
+        const doc = document.scrollingElement;
+        const out = [];
+        if (doc.scrollWidth > doc.clientWidth) out.push(['page', doc.scrollWidth, doc.clientWidth]);
+        for (const el of document.querySelectorAll('pre.lineage, .picture, table')) {
+          if (!el.checkVisibility()) continue;
+          const right = el.getBoundingClientRect().right;
+          if (el.scrollWidth > el.clientWidth + 1 || right > doc.clientWidth + 1)
+            out.push([el.tagName + '.' + el.className, el.scrollWidth, el.clientWidth, right]);
+        }
+        return out;
+      }"""
+    )
+    assert wide == [], wide
+
+
+@pytest.mark.slow
+def test_pilot_report_navigates_in_chromium(pilot, browser, tmp_path: Path) -> None:
+    """Clauses collapse and expand, "show all" reveals the rest, the filter hides what does not
+    match, a focus link opens its node, headings read without %-escapes, and the claims table
+    is visible."""
+    report, check = pilot
+    page = browser.new_page(viewport={"width": LAPTOP[0], "height": LAPTOP[1]})
+    page.goto(report.as_uri())
+    per_rule = {r["id"]: len(r["violations"]) for r in check["rules"] if r["violations"]}
+    assert sum(per_rule.values()) == 375
+
+    # a failing clause is open, one with only non-blocking findings is closed; both toggle
+    annotation, model = page.locator("#clause-annotation"), page.locator("#clause-model")
+    assert annotation.evaluate("d => d.open") and not model.evaluate("d => d.open")
+    first = page.locator("#rule-annotation-raw-response-missing")
+    assert first.is_visible() and not page.locator("#rule-model-alias-unresolved").is_visible()
+    annotation.locator("summary").first.click()
+    assert not first.is_visible()
+    annotation.locator("summary").first.click()
+    model.locator("summary").first.click()
+    assert first.is_visible() and page.locator("#rule-model-alias-unresolved").is_visible()
+
+    # the first 10 of a rule are shown; "show all (k more)" reveals the other k
+    rule = "#rule-annotation-raw-response-missing"
+    n = per_rule["annotation-raw-response-missing"]
+    assert n > 200 and _visible_rows(page, rule) == 10
+    more = page.locator(f"{rule} details.more > summary")
+    assert more.inner_text() == "show all (190 more)"  # 200 listed per rule by default
+    more.click()
+    assert _visible_rows(page, rule) == 200
+    assert f"{n - 200} more not in this page" in page.locator(rule).inner_text()
+
+    # the filter: one rule id, then a study number, then cleared
+    box = page.locator("#filter")
+    assert box.is_visible()
+    box.fill("cohort-view-undocumented")
+    assert _visible_rows(page, "#violations") == per_rule["cohort-view-undocumented"]
+    assert not page.locator("#clause-annotation").is_visible()
+    if dot.dot_program() is not None:  # the pictures step aside while filtering
+        assert not page.locator("#picture-cohort").is_visible()
+    listed = sum(min(k, 200) for k in per_rule.values())
+    k = per_rule["cohort-view-undocumented"]
+    assert page.locator("#filter-count").inner_text() == f"{k} of {listed} listed violations match"
+    box.fill("54093239")
+    texts = page.locator("#violations tr.v").evaluate_all(
+        "rows => rows.filter(r => r.checkVisibility()).map(r => r.textContent)"
+    )
+    assert texts and all("54093239" in t for t in texts)
+    assert page.locator("#clause-pixel").is_visible() and page.locator("#clause-cohort").is_visible()
+    box.fill("")
+    assert _visible_rows(page, "#clause-cohort") > 0 and not model.evaluate("d => d.open")
+    assert dot.dot_program() is None or page.locator("#picture-cohort").is_visible()
+
+    # a focus link opens the node's collapsed section
+    link = page.locator("#rule-cohort-repeated-patient a[href^='#node-']").first
+    target = link.get_attribute("href")[1:]
+    assert not page.locator(f"[id='{target}']").evaluate("d => d.open")
+    link.click()
+    assert page.locator(f"[id='{target}']").evaluate("d => d.open")
+
+    # headings are labels, not percent-encoded IRIs
+    headings = page.locator("h1, h2, h3, h4, summary").all_inner_texts()
+    assert len(headings) > 200 and not [h for h in headings if ESCAPE.search(h)]
+    assert "extraction/labels/extractor_cache.jsonl/outputs/claude-A/51387829.txt" in headings
+
+    # every claim of the texts with its status and reason
+    claims = page.locator("#claims-table")
+    claims.scroll_into_view_if_needed()
+    assert claims.is_visible()
+    rows = claims.locator("tbody tr").evaluate_all("rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    assert len(rows) == check["claims"] > 10
+    assert {r[3] for r in rows} <= {"retained", "restricted", "unverifiable", "withdrawn"}
+    assert all(r[4] != "—" for r in rows if r[3] != "retained")
+    assert any(r[3] == "withdrawn" and "(fail)" in r[4] for r in rows)
+    page.screenshot(path=str(tmp_path / "claims.png"))
+    page.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1366, 800])
+def test_pilot_report_has_no_horizontal_overflow(pilot, browser, width: int) -> None:
+    """Nothing runs off the side at laptop and narrow widths, with every section open (the
+    lineage blocks wrap)."""
+    report, _ = pilot
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto(report.as_uri())
+    _no_overflow(page)
+    page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    assert page.locator("pre.lineage").count() >= 30
+    _no_overflow(page)
+    page.close()
+
+
+@pytest.mark.slow
+def test_pilot_report_reads_without_scripts_and_prints_short(pilot, browser, tmp_path: Path) -> None:
+    """With scripts off the filter box stays hidden and the sections still open by click; the
+    page prints in far fewer pages than the 147 of the report before clauses collapsed."""
+    report, _ = pilot
+    context = browser.new_context(java_script_enabled=False, viewport={"width": LAPTOP[0], "height": 900})
+    page = context.new_page()
+    page.goto(report.as_uri())
+    assert not page.locator("#filter").is_visible()
+    model = page.locator("#clause-model")
+    assert not page.locator("#rule-model-alias-unresolved").is_visible()
+    model.locator("summary").first.click()
+    assert page.locator("#rule-model-alias-unresolved").is_visible()
+    page.locator("#rule-annotation-raw-response-missing details.more > summary").click()
+    assert _visible_rows(page, "#rule-annotation-raw-response-missing") == 200
+    context.close()
+
+    page = browser.new_page()
+    page.goto(report.as_uri())
+    pdf = page.pdf(format="A4")
+    page.close()
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
+    assert 5 < pages < 50, pages

@@ -74,6 +74,8 @@ def test_views_and_the_four_uninverted_monochrome1_images(flawed: Bundle) -> Non
         == 4
     )
     assert len(flawed.fired()["pixel"]["pixel-monochrome-polarity"]) == 4
+    # judged from the pixels too: every call that sent one of the four (5 families x 2 conditions)
+    assert len(flawed.fired()["pixel"]["pixel-polarity-from-pixels"]) == 40
 
 
 def test_selector_admitted_test_and_validate_and_the_split_was_not_retained(flawed: Bundle) -> None:
@@ -219,7 +221,8 @@ def test_flawed_twin_fails_with_the_expected_classes_per_clause(flawed: Bundle) 
             "cohort-view-not-allowed",
             "cohort-view-undocumented",
         ],
-        "pixel": ["pixel-monochrome-polarity"],
+        # the record says so, and the pixels the calls sent show it (issue 18)
+        "pixel": ["pixel-monochrome-polarity", "pixel-polarity-from-pixels"],
         "prompt": ["prompt-differs-from-declared", "prompt-identical-across-conditions"],
         "model": ["model-alias-unresolved"],
         "output": ["output-ok-without-output"],

@@ -94,6 +94,50 @@ def _build(i: int) -> dict[str, Any]:
     }
 
 
+def _harness_sample(i: int) -> dict[str, Any]:
+    """A harness's own sample record, read through an ``[[ingest.records]]`` declaration."""
+    return {
+        "task": "arc_easy",
+        "doc_id": i,
+        "model": "gpt-4o-2024-08-06",
+        "request": {"messages": [{"role": "user", "content": f"Question {i}?"}]},
+        "finish": "stop",
+        "response": f"Answer {i}.",
+    }
+
+
+#: The declaration the declared-records cases read their files with (JSONL, JSON, CSV).
+RECORDS_CONTRACT = (
+    CONTRACT
+    + """
+[[ingest.records]]
+glob = "harness.jsonl"
+[ingest.records.fields]
+call_id = "{task}--{doc_id}"
+status = { path = "finish", map = { stop = "ok", length = "length" } }
+requested_model = "model"
+prompt.user = "request.messages[0].content"
+output_text = "response"
+
+[[ingest.records]]
+glob = "samples.json"
+records = "$.samples[*]"
+[ingest.records.fields]
+call_id = "{task}--{doc_id}"
+status = { path = "finish", map = { stop = "ok" } }
+output_text = "response"
+
+[[ingest.records]]
+glob = "scores.csv"
+[ingest.records.fields]
+call_id = "{variant}--{item}"
+status = { path = "state", map = { done = "ok", failed = "error" } }
+requested_model = "model"
+output_bytes = "answer_bytes"
+"""
+)
+
+
 def _dumped(make: Callable[[int], dict[str, Any]]) -> Callable[[], list[str]]:
     return lambda: [json.dumps(make(i)) for i in range(1, 6)]
 
@@ -126,6 +170,7 @@ JSONL = [
     Case("extractor-cache", "cache.jsonl", _dumped(_cache)),
     Case("renderings", "renderings.jsonl", _dumped(_rendering)),
     Case("buildrecord", "builds.build.jsonl", _dumped(_build)),
+    Case("records", "harness.jsonl", _dumped(_harness_sample), RECORDS_CONTRACT),
 ]
 
 # --- corruptions ---------------------------------------------------------------------------------
@@ -253,7 +298,12 @@ def _builds_doc() -> list[dict[str, Any]]:
     return [_build(i) for i in range(1, 6)]
 
 
+def _samples_doc() -> dict[str, Any]:
+    return {"eval": "arc_easy", "samples": [_harness_sample(i) for i in range(1, 6)]}
+
+
 DOCUMENTS = [
+    ("records", "samples.json", _samples_doc, "samples"),
     ("reported-stats", "stats.json", _stats_doc, "statistics"),
     ("reviews", "results/run_reviews.json", _reviews_doc, "reviews"),
     ("buildrecord", "all.build.json", _builds_doc, None),
@@ -266,7 +316,8 @@ def test_one_corrupted_entry_of_a_json_document_costs_only_itself(
 ) -> None:
     doc = make()
     entries = doc[key] if key else doc
-    baseline = _ingest(rel, json.dumps(doc, indent=1), PLAN_CONTRACT).result(rel)
+    contract = RECORDS_CONTRACT if importer == "records" else PLAN_CONTRACT
+    baseline = _ingest(rel, json.dumps(doc, indent=1), contract).result(rel)
     assert (baseline.importer, baseline.problems) == (importer, []), baseline
 
     @FUZZ
@@ -280,7 +331,7 @@ def test_one_corrupted_entry_of_a_json_document_costs_only_itself(
         if key:
             rest = json.dumps({k: v for k, v in doc.items() if k != key})
             body = rest[:-1] + f', "{key}": ' + body + "}"
-        ingested = _ingest(rel, body, PLAN_CONTRACT)
+        ingested = _ingest(rel, body, contract)
         result = ingested.result(rel)
         assert result.importer == importer
         if result.outcome == "failed":  # the document no longer parses: it fails alone, in one line
@@ -303,6 +354,7 @@ CSV = [
     ("reference-labels", "reference.csv", "analysis-reported-differs/flawed/reference.csv", CONTRACT),
     ("cohort", "cohort.csv", "cohort-patient-in-two-splits/flawed/cohort.csv", CONTRACT),
     ("reported-cells", "cells.csv", "annotation-reference-missing/flawed/cells.csv", CONTRACT),
+    ("records", "scores.csv", "../records/scores.csv", RECORDS_CONTRACT),
 ]
 
 

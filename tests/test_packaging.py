@@ -31,6 +31,7 @@ def test_wheel_install_works_outside_the_repository(tmp_path: Path) -> None:
     assert "provgraph/data/rules/output/output-unplanned-record.rq" in names
     assert "provgraph/importers/plan.py" in names
     assert "provgraph/report/report.css" in names  # read by report.markup.stylesheet()
+    assert "provgraph/report/filter.js" in names  # read by report.violations.script()
     assert not any(n.startswith(("tests/", "examples/", "bench/")) for n in names)
 
     venv = tmp_path / "venv"

@@ -51,7 +51,8 @@ def test_acceptance_flawed_bundle(cli, flawed: Path) -> None:
     r = cli("-C", str(flawed), "check")
     assert r.code == 1
     flat = " ".join(r.out.split())
-    assert "release-stale-artifact: file/figures/fig1.svg: figures/fig1.svg is stale" in flat
+    stale = "release-stale-artifact: file/figures/fig1.svg [figures/fig1.svg]: figures/fig1.svg is stale"
+    assert stale in flat
     assert (
         "release-stale-value: claim/archive/archive%2Fcxr-audit-1.0.zip/README.md/3/154.73/1 "
         "[archive/cxr-audit-1.0.zip!/README.md:3]: archive/cxr-audit-1.0.zip!/README.md line 3 writes "

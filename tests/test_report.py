@@ -57,7 +57,12 @@ class Page(HTMLParser):
 def assert_self_contained(html: str) -> None:
     page = Page(html)
     tags = {t for t, _ in page.tags}
-    assert not tags & {"script", "link", "iframe", "img", "object", "embed"}, tags
+    assert not tags & {"link", "iframe", "img", "object", "embed"}, tags
+    # one inline script (the filter), which loads nothing
+    scripts = [a for t, a in page.tags if t == "script"]
+    assert scripts == [{}], scripts
+    (code,) = re.findall(r"<script>(.*?)</script>", html, re.S)
+    assert not re.search(r"fetch\(|XMLHttpRequest|import\(|https?:|WebSocket|\.src\s*=", code)
     for _, attrs in page.tags:
         for name in ("src", "href", "xlink:href", "srcset", "action"):
             value = attrs.get(name)
@@ -102,8 +107,14 @@ def test_report_of_the_flawed_example(cli, tmp_path: Path) -> None:
     assert "Not in the graph: no reported values" in text
     assert "Not in the graph: no claims" in text
     assert re.search(r'<div class="panel" id="panel-outputs">.*?<svg role="img"', html, re.S)
-    if HAS_DOT:
-        assert re.search(r'<div class="graph" id="graph-picture"><svg role="img"', html)
+    if HAS_DOT:  # one lineage picture for the one clause that fired, not the whole graph
+        assert re.findall(r'<figure class="picture" id="picture-(\w+)"><svg role="img"', html) == ["output"]
+        assert 'id="graph-picture"' not in html
+    # the failing clause is open; its rows read as names, not IRIs
+    assert re.search(
+        r'<details class="clause" id="clause-output" data-clause="output"\s+data-open="1" open>', html
+    )
+    assert ">C004</a>" in html
     # the report records the check it ran, as `provgraph check` does
     q = cli("-C", str(root), "query", "--format", "csv", "SELECT ?v WHERE { ?v a pg:Violation }")
     assert len(q.out.strip().splitlines()) == 5
@@ -130,8 +141,8 @@ def test_report_without_graphviz_explains_and_keeps_the_dot_source(cli, tmp_path
     r = cli("-C", str(root), "report", "-o", str(tmp_path / "r.html"))
     assert r.code == 0
     text = Page((tmp_path / "r.html").read_text()).plain()
-    assert "apt-get install graphviz" in text
-    assert "digraph provgraph {" in text  # the DOT source is still in the page
+    assert "apt-get install graphviz" in text  # where the output clause's picture would be
+    assert "GATE FAIL" in text and "Remedy: Treat the call as failed" in text
 
 
 def test_panels_drawn_from_synthesized_clause_data(tmp_path: Path) -> None:
@@ -152,6 +163,8 @@ def test_panels_drawn_from_synthesized_clause_data(tmp_path: Path) -> None:
     assert "paper.md:12" in text and "paper.md:30" in text
     # lineage decides claim statuses: these claims reach no recorded check, so cannot stand yet
     assert text.count("unverifiable") >= 2
+    # each claim's status comes with the reason that decides it
+    assert "the number traces to no statistic, registry value or build record" in text
     for panel in ("panel-views", "panel-outputs", "panel-blocks", "panel-statistics", "panel-claims"):
         assert re.search(rf'<div class="panel" id="{panel}">.*?<svg role="img"', html, re.S), panel
 
@@ -162,8 +175,27 @@ def test_options_limit_violations_and_leave_out_the_graph(tmp_path: Path) -> Non
     check = run_gate(store, load_rules(), record=False)
     html = build_report(store, check, ReportOptions(limit=1, graph=False))
     text = Page(html).plain()
-    assert "… and 2 more (run provgraph report --all-violations to list them)." in text
-    assert "Not drawn (--no-graph)." in text
+    assert "… and 2 more not in this page (run provgraph report --all-violations to list them)." in text
+    assert "<figure" not in html  # no lineage pictures
+
+
+def test_first_violations_shown_and_the_rest_behind_show_all(tmp_path: Path) -> None:
+    # 13 more outputs logged ok but left empty (16 in all): the first 10 in the rule's table,
+    # the other 6 behind its "show all"
+    root = generated_flawed_bundle(tmp_path / "gen", calls=60)
+    for i in range(10, 23):
+        (root / "outputs" / f"C{i:03d}.txt").write_bytes(b"")
+    store, _, _ = ingest_bundle(root)
+    check = run_gate(store, load_rules(), record=False)
+    (rule,) = [r for r in check.results if r.rule.id == "output-ok-without-output"]
+    n = len(rule.violations)
+    assert n == 16
+    html = build_report(store, check, ReportOptions(graph=False))
+    block = re.search(r'<div class="rule fail" id="rule-output-ok-without-output".*?\n</div>', html, re.S)[0]
+    first, _, rest = block.partition('<details class="more">')
+    assert first.count('<tr class="v">') == 10
+    assert rest.startswith(f"<summary>show all ({n - 10} more)</summary>")
+    assert rest.count('<tr class="v">') == n - 10
 
 
 def test_output_states_of_a_generated_bundle(tmp_path: Path) -> None:
@@ -284,3 +316,30 @@ def test_blocks_come_from_the_keyed_matrix_once_statistics_are_recomputed(tmp_pa
     # 6 cases x 3 findings x 3 conditions; s4/Pneumonia's reference is excluded, s2/Edema has no B label
     assert (after.total, after.conditions, after.complete) == (18, 3, 16)
     assert after.by_conditions == {0: 1, 2: 1, 3: 16}
+
+
+def test_readable_names_decode_iris_and_name_numbers(memory_store, tmp_path: Path) -> None:
+    from provgraph.report.names import readable_names
+
+    base = "https://example.org/p/"
+    ttl = tmp_path / "names.ttl"
+    ttl.write_text(
+        "@prefix pg: <https://w3id.org/provgraph/ns#> .\n"
+        f"<{base}project> a pg:Project ; pg:baseIri '{base}' .\n"
+        f"<{base}claim/README.md/6/20%2F45/1> a pg:Claim ; pg:value '20/45' ; "
+        "pg:statName 'mcnemar_significant' .\n"
+        f"<{base}file/a.csv> a pg:SourceFile ; pg:path 'a.csv' .\n"
+    )
+    load_turtle(memory_store, ttl)
+    iris = [
+        f"{base}claim/README.md/6/20%2F45/1",
+        f"{base}file/a.csv",
+        f"{base}extraction/labels%2Fcache.jsonl/outputs%2Fa%2F1.txt",
+        "urn:x:name%3Dq",
+    ]
+    assert readable_names(memory_store, iris, base) == {
+        iris[0]: "20/45 (mcnemar_significant)",
+        iris[1]: "a.csv",
+        iris[2]: "extraction/labels/cache.jsonl/outputs/a/1.txt",
+        iris[3]: "urn:x:name=q",
+    }

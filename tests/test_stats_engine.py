@@ -488,8 +488,11 @@ def test_check_fails_closed_without_statistics(tmp_path: Path) -> None:
     )
     store, _, _ = ingest_bundle(root)
     report = run_gate(store, load_rules(), record=False)
-    analysis = [r for r in report.results if r.rule.clause == "analysis"]
+    analysis = [r for r in report.results if r.rule.clause == "analysis" and "harness" not in r.rule.applies]
     assert {r.outcome for r in analysis} == {"error"}
+    # the harness rules apply only when [analysis] names a harness
+    harness = [r for r in report.results if "harness" in r.rule.applies]
+    assert harness and {r.outcome for r in harness} == {"not-applicable"}
     assert "missing evidence: the graph has no pg:Statistic nodes" in analysis[0].error
     assert not report.passed
 

@@ -1,10 +1,12 @@
-"""Consoles and small display helpers shared by the commands."""
+"""Consoles and small display helpers shared by the commands (and the cap on rejection lines)."""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -17,6 +19,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
+from provgraph.ingest.base import Problem
 from provgraph.ingest.base import Progress as ProgressHook
 
 
@@ -67,3 +70,47 @@ def progress_bar(enabled: bool = True) -> Iterator[RichProgress]:
     )
     with progress:
         yield RichProgress(progress)
+
+
+#: Rejection lines printed per file before the rest are counted by reason.
+REJECTIONS_SHOWN = 20
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def reason_kind(reason: str) -> str:
+    """A rejection reason with its quoted values and numbers blanked: one kind per mistake."""
+    return _NUMBER.sub("N", _QUOTED.sub("'…'", reason))
+
+
+def capped_rejections(
+    problems: Iterable[Problem], limit: int | None, verb: str = "rejected"
+) -> Iterator[str]:
+    """Rejection lines: per file the first ``limit`` (None: all), then one count per reason.
+
+    One systematic error in a generated file rejects every record the same way; the first
+    lines show it, the counts say how far it goes. ``verb="note"`` lists the notes on records
+    that were imported all the same (``ctx.note``) the same way.
+    """
+    more = "records rejected" if verb == "rejected" else "notes"
+    per_file: dict[str, list[Problem]] = {}
+    for p in problems:
+        per_file.setdefault(p.path, []).append(p)
+    for path, found in per_file.items():
+        shown = found if limit is None else found[:limit]
+        yield from (f"provgraph: {verb}: {p}" for p in shown)
+        rest = Counter(reason_kind(p.reason) for p in found[len(shown) :])
+        if not rest:
+            continue
+        yield (
+            f"provgraph: {verb}: {path}: {sum(rest.values())} more {more} "
+            "(`provgraph ingest --all-rejections` lists them):"
+        )
+        for kind, n in rest.most_common(_KINDS):
+            yield f"provgraph: {verb}: {path}:   {n} x {kind}"
+        if len(rest) > _KINDS:
+            others = sum(n for _, n in rest.most_common()[_KINDS:])
+            yield f"provgraph: {verb}: {path}:   {others} x {len(rest) - _KINDS} other reasons"
+
+
+_KINDS = 10

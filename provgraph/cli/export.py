@@ -21,8 +21,9 @@ from provgraph.export import FORMATS
     type=click.Choice(FORMATS),
     default="turtle",
     show_default=True,
-    help="turtle, nt, jsonld: merged graph; nquads, trig: one graph per import; "
-    "provn, provjson: W3C PROV-N / PROV-JSON through the prov package.",
+    help="turtle, nt, jsonld: merged graph, with the PROV classes of every node asserted; "
+    "nquads, trig: one graph per import, as stored; provn, provjson, provxml: W3C PROV-N / "
+    "PROV-JSON / PROV-XML through the prov package (provxml needs the provxml extra).",
 )
 @click.option(
     "--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="File to write (default: stdout)."

@@ -7,7 +7,7 @@ import json
 import click
 
 from provgraph.cli import App, pass_app
-from provgraph.cli.common import out
+from provgraph.cli.common import err, out
 from provgraph.errors import ExitCode
 
 
@@ -64,6 +64,12 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int) -> 
     matches = resolve(store, target, base)
     if not matches:
         shown = target if target.isprintable() else repr(target)  # a tab or newline: still one line
+        if fmt == "json":  # scripts parse stdout whatever the outcome
+            click.echo(json.dumps({"target": target, "matches": []}, indent=2))
+            err.print(
+                f"{shown}: matches no node, claim, reported value or statistic in the store", markup=False
+            )
+            return ExitCode.VIOLATIONS
         click.echo(f"{shown}: matches no node, claim, reported value or statistic in the store")
         return ExitCode.VIOLATIONS
     lineages = [trace(store, iri, max_nodes) for iri in matches]

@@ -8,7 +8,7 @@ import click
 
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import err
-from provgraph.errors import ProvgraphError
+from provgraph.errors import ExitCode, ProvgraphError
 
 
 @click.command("report")
@@ -19,12 +19,17 @@ from provgraph.errors import ProvgraphError
     help="HTML file to write (default: .provgraph/report.html in the bundle).",
 )
 @click.option("--all-violations", is_flag=True, help="List every violation (default: first 200 per rule).")
-@click.option("--no-graph", is_flag=True, help="Leave out the picture of the graph.")
+@click.option("--no-graph", is_flag=True, help="Leave out the clauses' lineage pictures.")
 @click.option("--no-record", is_flag=True, help="Do not record the check the report runs in the store.")
 @click.option(
     "--rules-dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Rule folder to use instead of the shipped rules (provgraph/data/rules/).",
+)
+@click.option(
+    "--gate",
+    is_flag=True,
+    help="Exit as `provgraph check` does: 1 when the gate fails (default: 0 once the report is written).",
 )
 @pass_app
 def command(
@@ -34,13 +39,18 @@ def command(
     no_graph: bool,
     no_record: bool,
     rules_dir: Path | None,
+    gate: bool,
 ) -> int:
     """Write the audit report: gate by clause, violations with remedies, accounting plots,
-    reported vs recomputed statistics, claim statuses and the collapsed graph.
+    reported vs recomputed statistics, claim statuses and reasons, a lineage picture per clause.
 
     The report runs the contract's rules itself (and records the check, as `provgraph check`
     does), so it always shows the graph as it is now. The file is self-contained HTML with
-    inline CSS and SVG: it opens offline and can be attached to a review.
+    inline CSS, SVG and one small script (the filter): it opens offline and can be attached
+    to a review.
+
+    Exit status 0 once the report is written, whatever the gate says (the report is how a
+    failing gate is read); with --gate, 1 when the gate fails, as `provgraph check`.
     """
     # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.lineage.gate import run_gate
@@ -61,4 +71,4 @@ def command(
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(page, encoding="utf-8")
     err.print(f"wrote {output} ({len(page.encode()) // 1024} KiB); {gate_line(check)}")
-    return 0
+    return ExitCode.VIOLATIONS if gate and not check.passed else ExitCode.OK

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 from rich.table import Table
 
@@ -18,8 +20,16 @@ from provgraph.rules.rule import CLAUSES
     is_flag=True,
     help="Show why each rule has its severity (the audit's repair boundary) and when it applies.",
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="json: every field of every rule (the --remedy and --why columns included).",
+)
 @pass_app
-def command(app: App, clauses: tuple[str, ...], remedy: bool, why: bool) -> int:
+def command(app: App, clauses: tuple[str, ...], remedy: bool, why: bool, fmt: str) -> int:
     """List the shipped contract rules by clause, with severity and title.
 
     A `fail` rule blocks the gate; a `restrict` rule marks the claims downstream of its findings
@@ -28,15 +38,33 @@ def command(app: App, clauses: tuple[str, ...], remedy: bool, why: bool) -> int:
     # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.rules import load_rules
 
+    rules = [rule for rule in load_rules() if not clauses or rule.clause in clauses]
+    if fmt == "json":
+        doc = {
+            "rules": [
+                {
+                    "id": rule.id,
+                    "clause": rule.clause,
+                    "severity": rule.severity,
+                    "title": rule.title,
+                    "remedy": rule.remedy,
+                    "why": rule.why,
+                    "requires": list(rule.requires),
+                    "applies": list(rule.applies),
+                    "lineage": rule.lineage,
+                }
+                for rule in rules
+            ]
+        }
+        click.echo(json.dumps(doc, indent=2))
+        return 0
     table = Table("clause", "rule", "severity", "title", box=None)
     if remedy:
         table.add_column("remedy")
     if why:
         table.add_column("why")
         table.add_column("applies only with")
-    for rule in load_rules():
-        if clauses and rule.clause not in clauses:
-            continue
+    for rule in rules:
         row = [rule.clause, rule.id, rule.severity, rule.title]
         row += [rule.remedy] if remedy else []
         row += [rule.why, ", ".join(rule.applies) or "-"] if why else []

@@ -73,7 +73,8 @@ def command(
     calls") so it stays readable at any size. PROV styling: entity oval, activity box, agent
     house; nodes with violations (from the last `provgraph check`) are outlined in red and
     name the rules. TARGET (a node IRI, a number as written, or FILE:LINE) draws the lineage
-    of one number instead.
+    of one number instead; a TARGET that matches several nodes (a number written in several
+    places) lists them and draws all their lineages in one picture, each match outlined.
 
     The DOT file is always written; SVG and PNG need graphviz's `dot` program. Without it
     viz says how to install it and exits 0, or 2 when --format asked for svg or png.
@@ -107,6 +108,10 @@ def command(
     summary = f"{len(view.boxes)} boxes, {len(view.arrows)} arrows, {view.violation_count} violations marked"
     for path in written:
         err.print(f"wrote {path}")
+    if view.matches:
+        err.print(f"{target} matches {len(view.matches)} nodes, all drawn:", markup=False)
+        for status, label in view.matches:
+            err.print(f"  {status:<12} {label}", markup=False, highlight=False)
     err.print(f"{view.title}: {summary}")
     for note in view.notes:
         err.print(f"note: {note}")

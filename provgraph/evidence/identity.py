@@ -14,7 +14,8 @@ of their canonical JSON (keys sorted, no whitespace, UTF-8)::
     b'{"system":null,"user":"u"}'
 
 Text parts of one role are joined with a newline; images are not prompt text (their bytes
-are hashed separately, see :func:`image_digests`).
+are hashed separately; importers that ask for it also keep each inline image's pixel grid,
+see :mod:`provgraph.evidence.pixels`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from provgraph.rdf.vocab import PG
+from provgraph.evidence.pixels import grid_hex, grid_of_bytes
+from provgraph.rdf.vocab import PG, RDF_TYPE
 
 #: Where a recorded prompt was taken from. Only "request" is evidence of what was sent.
 CAPTURE_POINTS = ("request", "constant", "config", "summary", "unknown")
@@ -43,6 +45,8 @@ _NOT_DECODING = {"model", "messages", "system", "input", "tools", "tool_choice",
 _DATE = re.compile(r"(?:[-_@](?:19|20)\d{2}-?\d{2}-?\d{2}|-[01]\d[0-3]\d)$")
 _PINNED = re.compile(r"(?:19|20)\d{2}-?\d{2}-?\d{2}|-[01]\d[0-3]\d$")
 _LATEST = re.compile(r"[-_@]latest$")
+# A Hugging Face commit pinned after the repository id (``org/model@<sha>``, as lm-eval importers write it).
+_REVISION = re.compile(r"@[0-9a-f]{7,40}$")
 
 
 def canonical_json(value: Any) -> bytes:
@@ -82,8 +86,10 @@ def model_family(model: str) -> str:
     ('claude-3-5-sonnet', 'claude-3-5-sonnet')
     >>> model_family("gpt-4o-mini-2024-07-18"), model_family("gpt-4-0613")
     ('gpt-4o-mini', 'gpt-4')
+    >>> model_family("EleutherAI/pythia-160m@50f5173d932e8e61f858120bcb800b97af589f46")
+    'pythia-160m'
     """
-    name = model.strip().rsplit("/", 1)[-1].lower()
+    name = _REVISION.sub("", model.strip().lower()).rsplit("/", 1)[-1]
     name = _LATEST.sub("", name)
     return _DATE.sub("", name)
 
@@ -93,7 +99,11 @@ def is_pinned(model: str) -> bool:
 
     >>> is_pinned("gpt-4o-2024-08-06"), is_pinned("gpt-4o"), is_pinned("claude-3-5-sonnet-latest")
     (True, False, False)
+    >>> is_pinned("EleutherAI/pythia-160m@50f5173d932e8e61f858120bcb800b97af589f46")
+    True
     """
+    if _REVISION.search(model.strip().lower()):
+        return True
     return bool(_PINNED.search(model)) and not _LATEST.search(model)
 
 
@@ -105,6 +115,16 @@ class Prompt:
     user: str | None
     images: list[str] = field(default_factory=list)  # sha256 of each decodable inline image
     image_refs: list[str] = field(default_factory=list)  # images sent by URL (not hashable here)
+    #: sha256 -> pixel grid of each decodable inline image, when the reader asked for grids
+    grids: dict[str, bytes] | None = None
+
+    def add_image(self, data: bytes) -> None:
+        digest = hashlib.sha256(data).hexdigest()
+        self.images.append(digest)
+        if self.grids is not None and digest not in self.grids:
+            grid = grid_of_bytes(data)
+            if grid is not None:
+                self.grids[digest] = grid
 
     @property
     def sha256(self) -> str:
@@ -123,11 +143,11 @@ def _join(parts: list[str]) -> str | None:
     return "\n".join(parts) if parts else None
 
 
-def _data_url_digest(url: str) -> str | None:
+def _data_url_bytes(url: str) -> bytes | None:
     if not url.startswith("data:") or ";base64," not in url:
         return None
     try:
-        return hashlib.sha256(base64.b64decode(url.split(";base64,", 1)[1], validate=True)).hexdigest()
+        return base64.b64decode(url.split(";base64,", 1)[1], validate=True)
     except (binascii.Error, ValueError):
         return None
 
@@ -159,8 +179,8 @@ def _content_parts(content: Any, prompt: Prompt) -> list[str]:
             ref = part.get("image_url") if part.get("image_url") is not None else part.get("file_id")
             url = ref.get("url") if isinstance(ref, Mapping) else ref
             if isinstance(url, str):
-                digest = _data_url_digest(url)
-                (prompt.images.append(digest) if digest else prompt.image_refs.append(url[:200]))
+                data = _data_url_bytes(url)
+                (prompt.add_image(data) if data is not None else prompt.image_refs.append(url[:200]))
         elif kind == "image":  # Anthropic: {"source": {"type": "base64", "data": "..."}}
             source = part.get("source")
             if isinstance(source, Mapping) and source.get("type") == "base64":
@@ -168,21 +188,23 @@ def _content_parts(content: Any, prompt: Prompt) -> list[str]:
                     data = base64.b64decode(str(source.get("data", "")), validate=True)
                 except (binascii.Error, ValueError):
                     raise ValueError("image part has data that is not base64") from None
-                prompt.images.append(hashlib.sha256(data).hexdigest())
+                prompt.add_image(data)
             elif isinstance(source, Mapping) and isinstance(source.get("url"), str):
                 prompt.image_refs.append(source["url"][:200])
     return texts
 
 
-def prompt_from_messages(messages: Any, system: Any = None) -> Prompt:
+def prompt_from_messages(messages: Any, system: Any = None, grids: bool = False) -> Prompt:
     """The prompt of a chat request: OpenAI ``messages`` (system/developer roles inside) or
     Anthropic ``system`` + ``messages``. Assistant turns are not part of the prompt hash.
+    ``grids``: also decode each inline image to its pixel grid (``Prompt.grids``), which
+    :func:`write_identity` writes for the pixel clause.
 
     Raises ValueError when the messages are not of either shape.
     """
     if not isinstance(messages, list):
         raise ValueError(f"messages must be a list, got {type(messages).__name__}")
-    prompt = Prompt(None, None)
+    prompt = Prompt(None, None, grids={} if grids else None)
     system_parts = _content_parts(system, prompt) if system is not None else []
     user_parts: list[str] = []
     for i, message in enumerate(messages):
@@ -265,6 +287,11 @@ def write_identity(ctx: Any, node: str, ident: Identity) -> None:
         add(node, PG.userPromptSha256, prompt.user_sha256)
         for digest in prompt.images:
             add(node, PG.imageSha256, digest)
+        for digest, grid in sorted((prompt.grids or {}).items()):
+            image = ctx.iri("image", digest)  # one node per image bytes, whichever request sent them
+            add(image, RDF_TYPE, PG.ImageBytes)
+            add(image, PG.gridOfSha256, digest)
+            add(image, PG.pixelGrid, grid_hex(grid))
     elif ident.prompt_sha256:
         add(node, PG.promptSha256, ident.prompt_sha256)
     if prompt is not None or ident.prompt_sha256:

@@ -30,7 +30,7 @@ _TYPES = {"succeeded": "ok", "errored": "error", "canceled": "canceled", "expire
 
 class AnthropicBatchRequestsImporter(BatchImporter):
     name = "anthropic-batch-requests"
-    version = "1"
+    version = "2"
     description = "Anthropic Message Batches requests JSONL (custom_id, params)"
     kind = "request"
     signature = ("custom_id", "params")
@@ -40,7 +40,7 @@ class AnthropicBatchRequestsImporter(BatchImporter):
         params = obj(value.get("params"), "params")
         model = text(params.get("model"), "params.model")
         try:
-            prompt = prompt_from_messages(params.get("messages"), params.get("system"))
+            prompt = prompt_from_messages(params.get("messages"), params.get("system"), grids=True)
         except ValueError as err:
             raise Rejected(f"params: {err}") from None
         identity = Identity(

@@ -32,7 +32,7 @@ _CANCELED = {"batch_cancelled", "batch_canceled", "cancelled", "canceled"}
 
 class OpenAIBatchInputImporter(BatchImporter):
     name = "openai-batch-input"
-    version = "1"
+    version = "2"
     description = "OpenAI Batch API input JSONL (custom_id, method, url, body)"
     kind = "request"
     signature = ("custom_id", "method", "url", "body")
@@ -43,11 +43,11 @@ class OpenAIBatchInputImporter(BatchImporter):
         model = text(body.get("model"), "body.model")
         try:
             if "messages" in body:
-                prompt = prompt_from_messages(body["messages"])
+                prompt = prompt_from_messages(body["messages"], grids=True)
             elif "input" in body:
                 given = body["input"]
                 messages = [{"role": "user", "content": given}] if isinstance(given, str) else given
-                prompt = prompt_from_messages(messages, body.get("instructions"))
+                prompt = prompt_from_messages(messages, body.get("instructions"), grids=True)
             else:
                 raise Rejected("body has neither messages nor input: no prompt to identify")
         except ValueError as err:

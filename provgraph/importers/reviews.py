@@ -42,7 +42,21 @@ from provgraph.ingest.api import (
 )
 
 SUFFIX = "_reviews.json"
+#: the file the harness's README asks a reviewer to write, and its folder
+AUDIT_REVIEWS, AUDIT_DIR = "reviews.json", "audit_results"
 VERDICTS = ("PASS", "FAIL")
+
+
+def results_key(path: Path, root: Path) -> str | None:
+    """The results key (condition) of a reviews file: ``<key>`` of ``results/<key>_reviews.json``;
+    for the harness's own ``audit_results/reviews.json`` (and its ``audit_report.md``), the
+    folder holding ``audit_results/``, or ``audit`` when that is the bundle root."""
+    if path.name.endswith(SUFFIX) and len(path.name) > len(SUFFIX):
+        return path.name[: -len(SUFFIX)]
+    if path.name in (AUDIT_REVIEWS, "audit_report.md") and path.parent.name == AUDIT_DIR:
+        holder = path.parent.parent
+        return "audit" if holder.resolve() == root.resolve() else holder.name
+    return None
 
 
 def call_id(key: str, case: str, run: int) -> str:
@@ -117,13 +131,13 @@ def _stem(script: Any) -> str | None:
 
 class ReviewsImporter(Importer):
     name = "reviews"
-    version = "1"
-    description = "LLM-reviewer results/<key>_reviews.json (single- and multi-run)"
+    version = "2"
+    description = "LLM-reviewer results/<key>_reviews.json (single/multi-run) and audit_results/reviews.json"
     handles = "file"
     suffixes = frozenset({".json"})  # detect() claims no other file
 
     def detect(self, path: Path, bundle: Bundle) -> int:
-        if not path.name.endswith(SUFFIX) or len(path.name) == len(SUFFIX):
+        if results_key(path, bundle.root) is None or path.suffix != ".json":
             return NO
         head = sniff_text(path).lstrip()
         if not head:
@@ -131,7 +145,7 @@ class ReviewsImporter(Importer):
         return CERTAIN if head.startswith("{") and '"reviews"' in head else NO
 
     def ingest(self, source: Source, ctx: ImportContext) -> None:
-        key = source.path.name[: -len(SUFFIX)]
+        key = results_key(source.path, ctx.bundle.root) or source.path.stem
         add = ctx.add
         run_node = ctx.iri("review-run", key)
         condition = ctx.iri("condition", key)

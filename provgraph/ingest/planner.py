@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
 import logging
+import re
 from pathlib import Path
 
+from provgraph.bundle.contract import CONTRACT_FILE
+from provgraph.bundle.contract.load import key_line
+from provgraph.bundle.contract.sections.records import claiming, declared, entry_key
 from provgraph.bundle.layout import Bundle
 from provgraph.errors import ImporterError
 from provgraph.ingest import registry
@@ -20,7 +25,7 @@ def choose_importer(path: Path, bundle: Bundle, explicit: str | None = None) -> 
     candidates. No parser is tried-and-swallowed.
     """
     rel = bundle.relpath(path)
-    name = explicit or bundle.importer_override(rel)
+    name = explicit or declared_importer(path, bundle)
     if name:
         importer = registry.get(name)
         if not importer.accepts(path):
@@ -36,6 +41,54 @@ def choose_importer(path: Path, bundle: Bundle, explicit: str | None = None) -> 
             "choose one with --importer or [ingest].importers in the contract"
         )
     return best[0]
+
+
+#: The importer that reads the files an ``[[ingest.records]]`` declaration claims.
+RECORDS = "records"
+
+
+def declared_importer(path: Path, bundle: Bundle, rel: str | None = None) -> str | None:
+    """The importer the contract names for ``path``: ``[ingest].importers``, or ``records``
+    when an ``[[ingest.records]]`` glob claims the file. Both naming it (differently), or two
+    declarations claiming it, is an :class:`ImporterError` that names them."""
+    rel = rel if rel is not None else bundle.relpath(path)
+    named = bundle.importer_override(rel)
+    entries = declared(bundle.contract.section("ingest"))
+    found = claiming(entries, rel) if entries and path.is_file() else []
+    if len(found) > 1:
+        names = " and ".join(_where(bundle, i) for i in found)
+        raise ImporterError(f"{rel}: claimed by two [[ingest.records]] declarations: {names}")
+    if found and named and named != RECORDS:
+        raise ImporterError(
+            f"{rel}: [ingest].importers names {named!r} but {_where(bundle, found[0])} declares it records"
+        )
+    return named or (RECORDS if found else None)
+
+
+def _where(bundle: Bundle, index: int) -> str:
+    line = key_line(bundle.contract.text, ["ingest", "records", str(index), "glob"])
+    return f"{entry_key(index, 'glob')} ({CONTRACT_FILE}:{line})" if line else entry_key(index, "glob")
+
+
+def unmatched_declarations(bundle: Bundle) -> list[Problem]:
+    """A contract problem for each ``[[ingest.records]]`` glob that matches no file of the
+    bundle (hidden and excluded files are not the bundle's)."""
+    problems = []
+    entries = declared(bundle.contract.section("ingest"))
+    files = bundle.files_under(bundle.root) if entries else []
+    for index, entry in enumerate(entries):
+        match = re.compile(fnmatch.translate(entry["glob"])).match
+        if not any(match(rel) for rel in files):
+            keys = ["ingest", "records", str(index), "glob"]
+            problems.append(
+                Problem(
+                    CONTRACT_FILE,
+                    key_line(bundle.contract.text, keys),
+                    f"{entry_key(index, 'glob')}: {entry['glob']!r} matches no file of the bundle "
+                    "(none, or only excluded or hidden ones)",
+                )
+            )
+    return problems
 
 
 def _detect(path: Path, bundle: Bundle, minimum: int = FALLBACK) -> list[Importer]:
@@ -88,7 +141,7 @@ def _plan(
     def claim(path: Path) -> Importer | None:
         rel = bundle.relpath(path)
         try:
-            override = overrides.get(rel) or bundle.importer_override(rel)
+            override = overrides.get(rel) or declared_importer(path, bundle, rel)
             if override:
                 return choose_importer(path, bundle, override)
             best = _detect(path, bundle, minimum=FALLBACK + 1)
@@ -147,6 +200,7 @@ def _plan(
     claims += [(p, fallback) for p in leftovers]
     if start == bundle.root:
         claims += _root_source(bundle, overrides, problems)
+        problems += unmatched_declarations(bundle)
     # The contract goes first: everything else is minted under its base IRI.
     claims.sort(key=lambda c: (c[1].name != "contract", bundle.relpath(c[0])))
     return claims, problems

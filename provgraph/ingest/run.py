@@ -266,6 +266,7 @@ def ingest_paths(
     # recorded before any source changes, cleared once all are done: a kill in between
     # leaves an entry that `info` reports and the gate refuses (see catalog.begin_ingest)
     run = catalog.begin_ingest(store, targets, [source_key(i, bundle.relpath(p)) for p, i in selected])
+    catalog.record_root(store, str(bundle.root))
     hashes = HashCache(hash_cache_dir(store))
     was_failed = {k for k, _ in catalog.failed_sources(store)}  # read once, not per source
     failed_now: set[str] = set()

@@ -5,8 +5,8 @@ order (:func:`run_gate` does all three):
 
 1. :func:`refresh_derived`: the statistics the analysis clause checks are recomputed (or a
    stale statistics graph is dropped), and the per-call evidence view
-   (:mod:`provgraph.rules.callview`) is brought up to date, so the rules read current derived
-   evidence;
+   (:mod:`provgraph.rules.callview`) is brought up to date, then the pixel verdicts
+   (:mod:`provgraph.rules.pixelview`) that read it, so the rules read current derived evidence;
 2. :func:`provgraph.rules.run_check`: the rules, all against one state of the store;
 3. :func:`record_check_and_hubs`: the check is written into the store, then what lies upstream
    of each large lineage hub, which reads the violations just written.
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from provgraph.errors import StoreError
 from provgraph.ingest.run import describe_unfinished
 from provgraph.lineage.hubs import record_hubs
-from provgraph.rules import callview
+from provgraph.rules import callview, pixelview
 from provgraph.rules.rule import Rule
 from provgraph.rules.runner import CheckReport, RuleResult, contract_state, record_check, run_check
 from provgraph.stats import materialize
@@ -56,10 +56,11 @@ def require_complete_ingest(store: Store) -> None:
 def refresh_derived(store: Store) -> None:
     """Bring the derived evidence up to date before the rules read it.
 
-    The statistics are recomputed when the contract declares the analysis clause (unchanged
-    inputs cost one fingerprint comparison); otherwise a statistics graph whose inputs changed
-    is dropped. The per-call evidence view is recomputed when any import changed. Raises
-    :class:`~provgraph.errors.UsageError` when the store holds no contract.
+        The statistics are recomputed when the contract declares the analysis clause (unchanged
+        inputs cost one fingerprint comparison); otherwise a statistics graph whose inputs changed
+        is dropped. The per-call evidence view and the pixel verdicts are recomputed when any import
+    changed. Raises
+        :class:`~provgraph.errors.UsageError` when the store holds no contract.
     """
     _, _, in_force = contract_state(store)
     if "analysis" in in_force:
@@ -67,6 +68,7 @@ def refresh_derived(store: Store) -> None:
     else:
         materialize.drop_if_stale(store)
     callview.refresh(store)
+    pixelview.refresh(store)  # reads the call evidence view: after it
 
 
 def record_check_and_hubs(store: Store, report: CheckReport) -> list[str]:

@@ -274,6 +274,7 @@ class ClaimRow:
     path: str | None
     line: int | None
     status: str
+    reason: str = ""  # the limitation that decides the status (empty when nothing limits it)
 
 
 def claims(store: Store) -> list[ClaimRow] | None:
@@ -290,24 +291,21 @@ def claims(store: Store) -> list[ClaimRow] | None:
     )
     if not rows:
         return None
-    status = claim_status_function(store)
-    return [
-        ClaimRow(
-            r["c"].value,  # type: ignore[union-attr]
-            _text(r["value"]),
-            _text(r["name"]),
-            _text(r["path"]),
-            _int(r["line"]) if r["line"] is not None else None,
-            status(r["c"].value),  # type: ignore[union-attr]
-        )
-        for r in rows
-    ]
+    out = []
+    for r in rows:
+        iri = r["c"].value  # type: ignore[union-attr]
+        status, reason = claim_status(store, iri)
+        line = _int(r["line"]) if r["line"] is not None else None
+        out.append(ClaimRow(iri, _text(r["value"]), _text(r["name"]), _text(r["path"]), line, status, reason))
+    return out
 
 
-def claim_status_function(store: Store):
-    """``iri -> status`` decided by lineage (the worst rule that fired upstream)."""
-
-    def status(iri: str) -> str:
-        return trace(store, iri).status
-
-    return status
+def claim_status(store: Store, iri: str) -> tuple[str, str]:
+    """The status lineage gives a claim (the worst limitation upstream) and the reason that
+    decides it, with how many further reasons of that status there are."""
+    lineage = trace(store, iri)
+    deciding = [x.text for x in lineage.reasons if x.status == lineage.status]
+    if not deciding:
+        return lineage.status, ""
+    more = len(deciding) - 1
+    return lineage.status, deciding[0] + (f" (+{more} more)" if more else "")

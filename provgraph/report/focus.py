@@ -1,24 +1,20 @@
-"""The graph and focus-node sections of the report: the collapsed picture of the whole graph
-(graphviz SVG inlined), and one section per focus node with its classes, its own PROV links and
-its lineage.
+"""The focus-node section of the report: one collapsible section per focus node, headed by its
+readable name, with its classes, where it was read, its own PROV links and its lineage (a block
+that wraps rather than running off the page). A link to a node opens its section.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections import defaultdict
 
-from provgraph.errors import MissingExtraError
 from provgraph.lineage.show import render_tree
 from provgraph.lineage.trace import trace as trace_lineage
 from provgraph.rdf.sparql import plain_iri
-from provgraph.report import plots
 from provgraph.report.markup import anchor, esc
+from provgraph.report.names import decoded
 from provgraph.rules.runner import CheckReport, RuleResult, Violation
 from provgraph.store.base import Store
-from provgraph.views import dot
-from provgraph.views.model import View
 from provgraph.views.nodes import node_names
 from provgraph.views.vocabulary import vocabulary
 
@@ -40,35 +36,11 @@ def _lineage_note(store: Store, focus: str, base: str, traced: bool) -> str:
     )
 
 
-def inline_graph_svg(svg: bytes) -> str:
-    """Graphviz SVG as an inline element: no XML prolog, DOCTYPE or comments; scales down."""
-    text = svg.decode("utf-8")
-    text = text[text.index("<svg") :]
-    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
-    text = plots.scope_ids(text, "graph-")
-    return text.replace("<svg ", '<svg role="img" aria-label="collapsed provenance graph" ', 1)
-
-
-def graph_section(view: View | None) -> str:
-    """The collapsed whole-graph picture (SVG when graphviz is installed) and its DOT source."""
-    if view is None:
-        return '<section id="graph"><h2>Graph</h2><p class="sub">Not drawn (--no-graph).</p></section>'
-    text = dot.to_dot(view)
-    try:
-        picture = f'<div class="graph" id="graph-picture">{inline_graph_svg(dot.render(text, "svg"))}</div>'
-    except MissingExtraError as err:
-        picture = f'<div class="panel absent" id="graph-picture"><p>{esc(err)}</p></div>'
-    return f"""<section id="graph"><h2>Graph</h2>
-<p>Every node of the graph in groups of like nodes, in columns by state (intended → released).
-Arrows point from a node to what it came from; red outlines carry the ids of the rules that fired
-on members of the group. <code>provgraph viz --expand KIND</code> opens a group.</p>
-{picture}
-<details><summary>DOT source</summary><pre>{esc(text)}</pre></details>
-</section>"""
-
-
-def nodes_section(store: Store, check: CheckReport, listed: list[tuple[RuleResult, Violation]]) -> str:
-    """One section per focus node of the listed violations: what it is, its links, its lineage."""
+def nodes_section(
+    store: Store, check: CheckReport, listed: list[tuple[RuleResult, Violation]], names: dict[str, str]
+) -> str:
+    """One section per focus node of the listed violations: what it is, its links, its lineage
+    (``names``: readable names of the focus nodes)."""
     if not listed:
         return (
             '<section id="nodes"><h2>Focus nodes</h2>'
@@ -79,7 +51,7 @@ def nodes_section(store: Store, check: CheckReport, listed: list[tuple[RuleResul
         by_focus[v.focus].append((r, v))
     foci = sorted(by_focus)
     info = _node_facts(store, foci)
-    names = node_names(store, [o for facts in info.values() for _, o in facts["links"]])
+    linked = node_names(store, [o for facts in info.values() for _, o in facts["links"]])
     sections = []
     for number, focus in enumerate(foci):
         facts = info.get(focus, {"types": [], "links": []})
@@ -90,22 +62,25 @@ def nodes_section(store: Store, check: CheckReport, listed: list[tuple[RuleResul
         )
         loc = next((v.location for _, v in by_focus[focus] if v.location), None)
         links = "".join(
-            f"<li><code>{esc(p)}</code> → <span class='iri'>{esc(names.get(o, check.short(o)))}</span></li>"
+            f"<li><code>{esc(p)}</code> → "
+            f"<span class='iri'>{esc(decoded(linked.get(o, check.short(o))))}</span></li>"
             for p, o in facts["links"]
         )
         came_from = f"<ul>{links}</ul>" if links else "<p class='sub'>no recorded sources</p>"
         lineage_note = _lineage_note(store, focus, check.base_iri, number < LINEAGE_TRACED)
+        rules = sorted({r.rule.id for r, _ in by_focus[focus]})
         sections.append(
-            f"""<div class="node" id="{anchor(focus)}">
-<h3 class="iri">{esc(check.short(focus))}</h3>
-<p>{types}{f" · read from <code>{esc(loc)}</code>" if loc else ""} ·
-<span class="iri sub">{esc(focus)}</span></p>
+            f"""<details class="node" id="{anchor(focus)}">
+<summary><h3 class="iri">{esc(names.get(focus, focus))}</h3>
+<span class="sub">{f"<code>{esc(loc)}</code> · " if loc else ""}{esc(", ".join(rules))}</span></summary>
+<p>{types} · <span class="iri sub">{esc(focus)}</span></p>
 <ul>{flags}</ul>
 <p><b>Comes from</b> (its own PROV links):</p>{came_from}
 {lineage_note}
-</div>"""
+</details>"""
         )
     return f"""<section id="nodes"><h2>Focus nodes</h2>
+<p class="sub">{len(foci)} nodes; open one for what it is, what it comes from and its lineage.</p>
 {"".join(sections)}
 </section>"""
 

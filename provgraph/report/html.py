@@ -1,33 +1,35 @@
-"""The audit report: one self-contained HTML file (inline CSS and SVG, no scripts, no fetches).
+"""The audit report: one self-contained HTML file (inline CSS, SVG and one small script; nothing
+fetched).
 
-Sections: the gate per clause; every violation with its focus node, message, remedy and a
-link to the node's own section (its lineage); Figure-2-style accounting plots drawn from the
-graph; reported against recomputed statistics; claim statuses; the collapsed picture of the
-whole graph; one section per focus node. Panels whose evidence is not in the graph say what
-is absent and which import would bring it.
+Sections: the gate per clause; the violations by clause, collapsible, each clause with a small
+lineage picture and each rule with its first violations and "show all", under a filter box;
+Figure-2-style accounting plots drawn from the graph; reported against recomputed statistics;
+every claim with its status and reason; one collapsible section per focus node. Panels whose
+evidence is not in the graph say what is absent and which import would bring it.
 
-This module assembles the page and writes its frame, gate and violations; the evidence panels
-are in :mod:`provgraph.report.panels`, the graph and the focus nodes in
-:mod:`provgraph.report.focus`.
+This module assembles the page and writes its frame and gate; the violations are in
+:mod:`provgraph.report.violations` (pictures in :mod:`provgraph.report.pictures`), the evidence
+panels in :mod:`provgraph.report.panels`, the focus nodes in :mod:`provgraph.report.focus`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections import defaultdict
 from dataclasses import dataclass
 
 from provgraph import __version__
-from provgraph.report.focus import graph_section, nodes_section
-from provgraph.report.markup import anchor, esc, stylesheet
+from provgraph.report.focus import nodes_section
+from provgraph.report.markup import esc, stylesheet
+from provgraph.report.names import readable_names
 from provgraph.report.panels import accounting_section, claims_section, statistics_section
+from provgraph.report.pictures import clause_picture
+from provgraph.report.violations import script, violations_section
 from provgraph.rules.formats import gate_line
 from provgraph.rules.rule import CLAUSES
 from provgraph.rules.runner import CheckReport, RuleResult, Violation
 from provgraph.store.base import Store
 from provgraph.views.model import marks_from_report
-from provgraph.views.whole import whole_graph
 
 log = logging.getLogger(__name__)
 
@@ -35,25 +37,28 @@ log = logging.getLogger(__name__)
 @dataclass
 class ReportOptions:
     limit: int | None = 200  # violations listed per rule (None: all)
-    graph: bool = True
+    graph: bool = True  # the clauses' lineage pictures
 
 
 def build_report(store: Store, check: CheckReport, options: ReportOptions | None = None) -> str:
     """The HTML page for the graph in ``store`` and the check result ``check``."""
     options = options or ReportOptions()
     listed = _listed(check, options.limit)
-    view = whole_graph(store, marks_from_report(check)) if options.graph else None
+    names = readable_names(store, [v.focus for _, v in listed], check.base_iri or "")
+    picture = None
+    if options.graph:
+        marks = marks_from_report(check)
+        picture = lambda clause, foci: clause_picture(store, clause, foci, marks, names)  # noqa: E731
     parts = [
         _head(check),
         _banner(check, store),
         _nav(),
         _gate(check),
-        _violations(check, listed, options.limit),
+        violations_section(check, listed, names, picture),
         accounting_section(store),
         statistics_section(store),
         claims_section(store),
-        graph_section(view),
-        nodes_section(store, check, listed),
+        nodes_section(store, check, listed, names),
         _footer(store),
     ]
     return "\n".join(parts)
@@ -100,7 +105,6 @@ def _nav() -> str:
         ("accounting", "Accounting"),
         ("statistics", "Statistics"),
         ("claims", "Claims"),
-        ("graph", "Graph"),
         ("nodes", "Focus nodes"),
     ]
     items = " ".join(f'<a href="#{k}">{v}</a>' for k, v in links)
@@ -113,6 +117,8 @@ def _footer(store: Store) -> str:
 <code>{esc(store.location)}</code>. This file is self-contained: it loads nothing from the network.
 </footer>
 </main>
+<script>
+{script()}</script>
 </body>
 </html>
 """
@@ -146,8 +152,9 @@ def _gate(check: CheckReport) -> str:
             outcome, css = "pass (non-blocking findings)", "pass"
         else:
             outcome, css = "pass", "pass"
+        name = f'<a href="#clause-{esc(clause)}">{esc(clause)}</a>' if nviol else esc(clause)
         rows.append(
-            f"<tr><td><b>{esc(clause)}</b></td><td>{'in force' if in_force else 'not declared'}</td>"
+            f"<tr><td><b>{name}</b></td><td>{'in force' if in_force else 'not declared'}</td>"
             f'<td class="num">{len(results)}</td><td class="num">{counts["pass"]}</td>'
             f'<td class="num">{counts["violated"]}</td><td class="num">{counts["error"]}</td>'
             f'<td class="num">{counts["skipped"]}</td><td class="num">{nviol}</td>'
@@ -170,49 +177,3 @@ run (fail closed). Clauses the contract does not declare are not checked.</p>
 </tbody></table></div>
 {notes}
 </section>"""
-
-
-def _violations(check: CheckReport, listed: list[tuple[RuleResult, Violation]], limit: int | None) -> str:
-    fired = [r for r in check.results if r.violations]
-    if not fired:
-        return """<section id="violations"><h2>Violations</h2>
-<p class="outcome-pass">No rule found a violation.</p></section>"""
-    shown: dict[str, list[Violation]] = defaultdict(list)
-    for r, v in listed:
-        shown[r.rule.id].append(v)
-    blocks = []
-    for r in fired:
-        rows = []
-        for v in shown[r.rule.id]:
-            loc = f"<code>{esc(v.location)}</code>" if v.location else "—"
-            rows.append(
-                f'<tr><td><a href="#{anchor(v.focus)}" class="iri">{esc(check.short(v.focus))}</a></td>'
-                f"<td>{loc}</td><td>{esc(v.message)}</td></tr>"
-            )
-        more = len(r.violations) - len(shown[r.rule.id])
-        extra = (
-            f'<p class="sub">… and {more} more (run <code>provgraph report --all-violations</code> '
-            "to list them).</p>"
-            if more
-            else ""
-        )
-        blocks.append(
-            f"""<div class="rule {esc(r.rule.severity)}" id="rule-{esc(r.rule.id)}">
-<h3><code>{esc(r.rule.id)}</code> — {esc(r.rule.title)}</h3>
-<p class="sub">clause {esc(r.rule.clause)} · severity {esc(r.rule.severity)} ·
-{len(r.violations)} violation{"s" if len(r.violations) != 1 else ""}</p>
-<div class="remedy"><b>Remedy:</b> {esc(r.rule.remedy)}</div>
-<div class="scroll"><table><thead>
-<tr><th>focus node (lineage)</th><th>source</th><th>message</th></tr></thead>
-<tbody>{"".join(rows)}</tbody></table></div>{extra}
-</div>"""
-        )
-    return f"""<section id="violations"><h2>Violations</h2>
-<p>Each focus node links to its own section below: what it is, where it was read, and what it came from.</p>
-{"".join(blocks)}
-</section>"""
-
-
-# ---------------------------------------------------------------------------
-# accounting, statistics, claims
-# ---------------------------------------------------------------------------

@@ -120,7 +120,7 @@ def statistics_section(store: Store) -> str:
 
 
 def claims_section(store: Store) -> str:
-    """The status lineage gives each claim of the released text."""
+    """Every claim of the declared texts with the status lineage gives it and the reason."""
     rows = accounting.claims(store)
     if rows is None:
         return """<section id="claims"><h2>Claim statuses</h2>
@@ -134,10 +134,10 @@ Import the manuscript or released text to trace its numbers (release clause).</p
     body = "".join(
         f"<tr><td class='num'>{esc(r.value or '—')}</td><td>{esc(r.name or '—')}</td>"
         f"<td><code>{esc(r.path or '—')}{':' + str(r.line) if r.line is not None else ''}</code></td>"
-        f"<td>{esc(r.status)}</td></tr>"
+        f"<td class='status-{esc(r.status)}'>{esc(r.status)}</td><td>{esc(r.reason or '—')}</td></tr>"
         for r in rows
     )
     return f"""<section id="claims"><h2>Claim statuses</h2>
 <div class="panel" id="panel-claims">{plots.claims_plot(rows)}{note}
-<div class="scroll"><table><thead><tr><th class="num">value</th><th>statistic</th><th>where</th>
-<th>status</th></tr></thead><tbody>{body}</tbody></table></div></div></section>"""
+<div class="scroll"><table id="claims-table"><thead><tr><th class="num">value</th><th>statistic</th>
+<th>where</th><th>status</th><th>reason</th></tr></thead><tbody>{body}</tbody></table></div></div></section>"""

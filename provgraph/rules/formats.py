@@ -1,4 +1,5 @@
-"""Check reports as text, JSON, JUnit XML, SARIF 2.1.0 and Markdown."""
+"""Check reports as text, JSON, JUnit XML, SARIF 2.1.0 (drawn by :mod:`provgraph.rules.sarif`) and
+Markdown."""
 
 from __future__ import annotations
 
@@ -6,12 +7,10 @@ import json
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from provgraph import __version__
-from provgraph.rules.rule import Severity
 from provgraph.rules.runner import CheckReport, Outcome
+from provgraph.rules.sarif import SarifPlace, to_sarif
 
-FORMATS = ("text", "json", "junit", "sarif", "markdown")
-_SARIF_LEVEL: dict[Severity, str] = {"fail": "error", "restrict": "warning", "info": "note"}
+FORMATS = ("text", "json", "junit", "sarif", "markdown", "shacl")
 _MARK: dict[Outcome, str] = {
     "pass": "pass",
     "violated": "VIOLATED",
@@ -125,72 +124,6 @@ def to_junit(report: CheckReport) -> str:
     return ET.tostring(suites, encoding="unicode", xml_declaration=True)
 
 
-def to_sarif(report: CheckReport) -> str:
-    rules = []
-    results = []
-    notifications = []
-    for r in report.results:
-        rules.append(
-            {
-                "id": r.rule.id,
-                "name": r.rule.id,
-                "shortDescription": {"text": r.rule.title},
-                "help": {"text": r.rule.remedy},
-                "defaultConfiguration": {"level": _SARIF_LEVEL[r.rule.severity]},
-                "properties": {"clause": r.rule.clause, "severity": r.rule.severity},
-            }
-        )
-        if r.outcome == "error":
-            notifications.append(
-                {
-                    "level": "error",
-                    "message": {"text": f"{r.rule.id}: {r.error}"},
-                    "descriptor": {"id": r.rule.id},
-                }
-            )
-        for v in r.violations:
-            location: dict[str, Any] = {
-                "logicalLocations": [{"fullyQualifiedName": v.focus, "kind": "resource"}]
-            }
-            if v.path:
-                physical: dict[str, Any] = {"artifactLocation": {"uri": v.path}}
-                if v.line:
-                    physical["region"] = {"startLine": v.line}
-                location["physicalLocation"] = physical
-            results.append(
-                {
-                    "ruleId": r.rule.id,
-                    "level": _SARIF_LEVEL[r.rule.severity],
-                    "message": {"text": v.message},
-                    "locations": [location],
-                }
-            )
-    doc = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "provgraph",
-                        "version": __version__,
-                        "informationUri": "https://w3id.org/provgraph",
-                        "rules": rules,
-                    }
-                },
-                "invocations": [
-                    {
-                        "executionSuccessful": not notifications,
-                        "toolExecutionNotifications": notifications,
-                    }
-                ],
-                "results": results,
-            }
-        ],
-    }
-    return json.dumps(doc, indent=2)
-
-
 def to_markdown(report: CheckReport) -> str:
     out = [f"# provgraph check: {report.project}", "", f"**{gate_line(report)}**", ""]
     for clause, results in report.by_clause().items():
@@ -230,16 +163,23 @@ def _violation_line(report: CheckReport, v: Any) -> str:
     return f"{report.short(v.focus)}{loc}: {v.message}"
 
 
-def render(report: CheckReport, fmt: str) -> str:
-    """The report in a machine format (``text`` is drawn by the CLI with rich)."""
+def render(report: CheckReport, fmt: str, place: SarifPlace | None = None) -> str:
+    """The report in a machine format (``text`` is drawn by the CLI with rich).
+
+    ``place`` says where the bundle lies in the repository (SARIF uris only)."""
     if fmt == "json":
         return to_json(report)
     if fmt == "junit":
         return to_junit(report)
     if fmt == "sarif":
-        return to_sarif(report)
+        return to_sarif(report, place)
     if fmt == "markdown":
         return to_markdown(report)
+    if fmt == "shacl":
+        # lazy: the SHACL writer is its own module, loaded only for this format
+        from provgraph.rules.shacl import to_shacl
+
+        return to_shacl(report)
     if fmt == "text":
         return to_text(report)
     raise ValueError(f"unknown format {fmt!r}")

@@ -51,6 +51,7 @@ LINEAGE_STATUSES: tuple[LineageStatus, ...] = get_args(LineageStatus)
 APPLIES: dict[str, str] = {
     "plan": "call plan (neither [plan] nor a plan file)",
     "dicom-images": 'DICOM sources for its images ([pixel] inputs = "images")',
+    "harness": "benchmark harness output ([analysis] harness)",
 }
 _REQUIRED = ("id", "clause", "severity", "title", "remedy", "why")
 _OPTIONAL = ("requires", "lineage", "applies")

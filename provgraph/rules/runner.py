@@ -140,6 +140,7 @@ def contract_state(store: Store) -> tuple[str, str, list[str]]:
 _FACTS: dict[str, str] = {
     "plan": "ASK { { ?p a pg:CallPlan } UNION { ?c a pg:PlannedCall } }",  # a plan file counts too
     "dicom-images": 'ASK { ?p a pg:PixelProtocol FILTER NOT EXISTS { ?p pg:imageInputs "images" } }',
+    "harness": "ASK { ?a a pg:AnalysisPlan ; pg:harness ?h }",
 }
 
 
@@ -208,7 +209,8 @@ def run_rule(store: Store, rule: Rule) -> RuleResult:
 
 
 def locate(store: Store, violations: list[Violation], chunk: int = 500) -> None:
-    """Fill in the source file and line of focus nodes that carry them."""
+    """Fill in the source file and line of focus nodes that carry them; a focus that is itself
+    a file (it has a ``pg:path``) is located at that file."""
     foci = sorted({v.focus for v in violations})
     where: dict[str, tuple[str, int | None]] = {}
     for i in range(0, len(foci), chunk):
@@ -218,7 +220,8 @@ def locate(store: Store, violations: list[Violation], chunk: int = 500) -> None:
         rows = store.select(
             f"""PREFIX pg: <{PG_NS}>
             SELECT ?focus ?path ?line WHERE {{ VALUES ?focus {{ {values} }}
-              ?focus pg:sourceFile ?f . ?f pg:path ?path . OPTIONAL {{ ?focus pg:sourceLine ?line }} }}"""
+              {{ ?focus pg:sourceFile ?f . ?f pg:path ?path . OPTIONAL {{ ?focus pg:sourceLine ?line }} }}
+              UNION {{ ?focus pg:path ?path FILTER NOT EXISTS {{ ?focus pg:sourceFile ?any }} }} }}"""
         )
         for r in rows:
             line = r["line"]

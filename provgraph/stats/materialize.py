@@ -29,9 +29,11 @@ from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
 from provgraph.stats.cells import build_grid
 from provgraph.stats.compute import CellResults, compute
 from provgraph.stats.core.grid import CellGrid
+from provgraph.stats.harness import harness_statistics
 from provgraph.stats.matrices import Matrix
 from provgraph.stats.query import PREFIXES, key_of
 from provgraph.stats.reviews import ReviewResults, reviewer_statistics
+from provgraph.stats.scores import score_statistics
 from provgraph.stats.statistic import (
     ADJUSTMENT_ALIASES,
     NAME_ALIASES,
@@ -49,7 +51,7 @@ log = logging.getLogger(__name__)
 
 SLOT = "analysis:statistics"
 #: bumped whenever the statistics graph changes shape or a computation changes
-ENGINE_VERSION = "2"
+ENGINE_VERSION = "4"
 
 
 @dataclass
@@ -101,14 +103,18 @@ def refresh(store: Store, force: bool = False) -> Outcome:
     grid = build_grid(store, base, annotation, analysis)
     cell_results = compute(grid, analysis, base) if grid is not None else None
     review_results = reviewer_statistics(store, base, analysis)
-    if cell_results is None and (review_results is None or not review_results.stats):
-        notes = review_results.notes if review_results else []
+    score_stats, score_notes = score_statistics(store, base)
+    harness = harness_statistics(store, base)
+    nothing = cell_results is None and (review_results is None or not review_results.stats)
+    if nothing and not harness and not score_stats:
+        notes = (review_results.notes if review_results else []) + score_notes
         if slot is not None:
             catalog.remove(store, SLOT)
             store.flush()
             return Outcome("removed", notes=notes)
         return Outcome("nothing", notes=notes)
     stats = (cell_results.stats if cell_results else []) + (review_results.stats if review_results else [])
+    stats += harness + score_stats
     index = StatIndex(stats)
     reported = read_reported(store, base, slot.graph if slot else None)
     outcome = Outcome(
@@ -130,6 +136,7 @@ def refresh(store: Store, force: bool = False) -> Outcome:
     outcome.notes = (cell_results.notes if cell_results else []) + (
         review_results.notes if review_results else []
     )
+    outcome.notes += score_notes
     with tempfile.TemporaryDirectory(prefix="provgraph-stats-") as tmp:
         nt = Path(tmp) / "statistics.nt"
         with nt.open("w", encoding="utf-8") as fh:
@@ -157,7 +164,7 @@ def read_reported(store: Store, base: str, own_graph: str | None = None) -> list
     rows = store.select(
         PREFIXES
         + """SELECT ?r ?name (STR(?v) AS ?value) ?tol ?n ?cohort ?variant ?adj ?family ?rep ?conf ?cluster
-                    ?case ?cond ?a ?b ?path ?line WHERE {
+                    ?case ?cond ?a ?b ?model ?path ?line WHERE {
                ?r a pg:ReportedValue ; pg:statName ?name ; pg:value ?v .
                OPTIONAL { GRAPH ?tg { ?r pg:tolerance ?tol } FILTER (?tg != OWN_GRAPH) }
                OPTIONAL { ?r pg:n ?n } OPTIONAL { ?r pg:cohortRule ?cohort }
@@ -166,6 +173,7 @@ def read_reported(store: Store, base: str, own_graph: str | None = None) -> list
                OPTIONAL { ?r pg:confidence ?conf } OPTIONAL { ?r pg:cluster ?cluster }
                OPTIONAL { ?r pg:case ?case } OPTIONAL { ?r pg:condition ?cond }
                OPTIONAL { ?r pg:firstCondition ?a } OPTIONAL { ?r pg:secondCondition ?b }
+               OPTIONAL { ?r pg:requestedModel ?model }
                OPTIONAL { ?r pg:sourceFile/pg:path ?path } OPTIONAL { ?r pg:sourceLine ?line } }""".replace(
             "OWN_GRAPH", own
         )
@@ -195,6 +203,7 @@ def read_reported(store: Store, base: str, own_graph: str | None = None) -> list
             ("confidence", v("conf").upper() if v("conf") else None),  # type: ignore[union-attr]
             ("cluster", v("cluster").lower() if v("cluster") else None),  # type: ignore[union-attr]
             ("case", key_of(v("case"), base, "case") if v("case") else None),
+            ("model", v("model")),
         ):
             if value is not None:
                 fields[name] = value
@@ -341,6 +350,7 @@ def _write_stat(add, base: str, run: IRI, s: Stat) -> None:
     add(node, PG.level, s.level)
     add(node, PG.replicate, s.replicate)
     add(node, PG.confidence, s.confidence)
+    add(node, PG.requestedModel, s.model)
     add(node, PG.analysisRole, s.role)
     add(node, PG.keySetSha256, s.keyset)
     if s.cohort is not None:

@@ -73,7 +73,7 @@ ROUTE_ALIASES = {
     "truncation": "positional-truncation",
 }
 #: identifying fields besides name and conditions, in IRI order
-FIELDS = ("variant", "adjustment", "route", "family", "replicate", "confidence", "cluster", "case")
+FIELDS = ("variant", "adjustment", "route", "family", "replicate", "confidence", "cluster", "case", "model")
 
 
 def canonical(value: str | None, aliases: dict[str, str]) -> str | None:
@@ -98,6 +98,7 @@ class Stat:
     confidence: str | None = None
     cluster: str | None = None
     case: str | None = None
+    model: str | None = None  # the requested model, for a harness's per-model statistics
     df: int | None = None
     alpha: float | None = None
     family_size: int | None = None
@@ -126,7 +127,7 @@ class Stat:
             text += " " + " vs ".join(self.conditions)
         if self.case:
             text += f" script {self.case}"
-        extra = [str(x) for x in (self.variant, self.adjustment, self.confidence) if x]
+        extra = [str(x) for x in (self.variant, self.adjustment, self.confidence, self.model) if x]
         if self.replicate is not None:
             extra.append(f"run {self.replicate}")
         if self.cluster:

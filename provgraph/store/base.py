@@ -68,6 +68,19 @@ class Store(ABC):
         for sol in result:
             yield tuple(None if (t := sol[i]) is None else t.value for i in width)
 
+    def solutions(
+        self, query: str, bindings: Mapping[str, Term] | None = None
+    ) -> Iterator[tuple[Term | None, ...]]:
+        """Run a SPARQL SELECT and yield each solution as a tuple of terms, in projection order,
+        as the engine produces them (an export of millions of triples; a CONSTRUCT collects its
+        triples to drop duplicates, this does not)."""
+        result = self._query(query, bindings)
+        if not isinstance(result, ox.QuerySolutions):
+            raise SyntaxError("expected a SELECT query")
+        width = range(len(result.variables))
+        for sol in result:
+            yield tuple(sol[i] for i in width)
+
     def ask(self, query: str, bindings: Mapping[str, Term] | None = None) -> bool:
         """Run a SPARQL ASK."""
         result = self._query(query, bindings)

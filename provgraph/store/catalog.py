@@ -452,3 +452,21 @@ def recover(store: Store, now: dt.datetime | None = None) -> list[str]:
     if orphans:
         store.flush()
     return orphans
+
+
+_ROOT = "urn:provgraph:bundle-root"
+
+
+def record_root(store: Store, root: str) -> None:
+    """Record where the bundle whose files the store describes was read from (the derived pixel
+    view re-reads source DICOMs from it). Machine-local, so kept in the catalog, never exported."""
+    store.update(
+        f"DELETE WHERE {{ GRAPH <{CATALOG}> {{ <{_ROOT}> <{_ROOT}> ?r }} }}; "
+        f"INSERT DATA {{ GRAPH <{CATALOG}> {{ <{_ROOT}> <{_ROOT}> {literal(root)} }} }}"
+    )
+
+
+def bundle_root(store: Store) -> str | None:
+    """The bundle folder the last ingest read, or None (no ingest yet)."""
+    rows = store.select(f"SELECT ?r WHERE {{ GRAPH <{CATALOG}> {{ <{_ROOT}> <{_ROOT}> ?r }} }}")
+    return rows[0]["r"].value if rows else None  # type: ignore[union-attr]

@@ -59,6 +59,8 @@ class View:
     states: dict[str, State]
     notes: list[str] = field(default_factory=list)
     status: str | None = None  # lineage views: the claim status
+    #: lineage views of a target that matched several nodes: (status, label [location]) each
+    matches: list[tuple[str, str]] = field(default_factory=list)
 
     def box_for(self, iri: str) -> Box | None:
         for b in self.boxes.values():

@@ -70,7 +70,7 @@ def subgraph(
     iris: Sequence[str],
     edges: Iterable[tuple[str, str, str]],
     marks: Sequence[Mark] | None = None,
-    focus: str | None = None,
+    focus: str | Sequence[str] | None = None,
     title: str = "",
     status: str | None = None,
 ) -> View:
@@ -79,6 +79,7 @@ def subgraph(
     :func:`provgraph.views.whole.whole_graph`."""
     vocab = vocabulary(store)
     notes: list[str] = []
+    foci = {focus} if isinstance(focus, str) else set(focus or ())
     if marks is None:
         marks = recorded_violations(store) or []
     plain = [i for i in dict.fromkeys(iris) if plain_iri(i)]
@@ -96,7 +97,7 @@ def subgraph(
             f"{label}\n{names[iri]}",
             iri=iri,
             absent=info is None,
-            focus=iri == focus,
+            focus=iri in foci,
         )
     by_focus: dict[str, dict[str, int]] = defaultdict(dict)
     for m in marks:
@@ -137,23 +138,29 @@ def lineage_view(store: Store, target: str, marks: Sequence[Mark] | None = None)
     A thin adapter over :mod:`provgraph.lineage` (``resolve(store, target) -> list[str]``,
     ``trace(store, iri) -> Lineage`` whose ``nodes`` are keyed by IRI and whose ``edges`` have
     ``source``, ``prop`` and ``target``, plus a ``status``): the traversal lives there, the
-    drawing here (:func:`subgraph`).
+    drawing here (:func:`subgraph`). A target that matches several nodes (a number written in
+    several places) draws all their lineages in one picture, each match outlined as a focus,
+    and lists the matches in ``View.matches``, as ``provgraph lineage`` lists them.
     """
     matches = resolve(store, target)
     if not matches:
         raise UsageError(f"{target!r} matches no node or reported number in the graph")
-    if len(matches) > 1:
-        listed = ", ".join(matches[:10]) + (" ..." if len(matches) > 10 else "")
-        raise UsageError(f"{target!r} matches {len(matches)} nodes ({listed}); give one node IRI")
-    trace = trace_lineage(store, matches[0])
-    iris = list(trace.nodes)
-    edges = [(e.source, e.prop, e.target) for e in trace.edges]
-    return subgraph(
+    traces = [trace_lineage(store, iri) for iri in matches]
+    iris = list(dict.fromkeys(iri for t in traces for iri in t.nodes))
+    edges = [(e.source, e.prop, e.target) for t in traces for e in t.edges]
+    several = len(traces) > 1
+    view = subgraph(
         store,
         iris,
         edges,
         marks,
-        focus=matches[0],
-        title=f"lineage of {target}",
-        status=getattr(trace, "status", None),
+        focus=matches,
+        title=f"lineage of {target}" + (f" ({len(matches)} matches)" if several else ""),
+        status=None if several else getattr(traces[0], "status", None),
     )
+    if several:
+        for t in traces:
+            node = t.nodes[t.root]
+            loc = f" [{node.location}]" if node.location else ""
+            view.matches.append((t.status, f"{node.label}{loc}"))
+    return view

@@ -229,6 +229,10 @@ def _line_of(text: str, keys: list[str]) -> int | None:
     if not text or not keys:
         return None
     lines = text.splitlines()
+    if len(keys) >= 3 and keys[2].isdigit():  # an entry of an array of tables: [[ingest.records]]
+        found = _array_entry_line(lines, keys[:2], int(keys[2]), keys[3:])
+        if found is not None:
+            return found
     section, rest = keys[0], keys[1:]
     index = int(rest[0]) if rest and rest[0].isdigit() else 0
     if rest and rest[0].isdigit():
@@ -256,6 +260,39 @@ def _line_of(text: str, keys: list[str]) -> int | None:
             break
         if assignment.match(lines[i]):
             return i + 1
+    return start + 1
+
+
+def key_line(text: str, keys: list[str]) -> int | None:
+    """Best-effort 1-based line of a key (``["ingest", "records", "0", "glob"]``) in the
+    contract text, for errors found after loading (by the planner or an importer)."""
+    return _line_of(text, keys)
+
+
+def _array_entry_line(lines: list[str], table: list[str], index: int, rest: list[str]) -> int | None:
+    """Line of a key inside entry ``index`` of ``[[a.b]]``: the innermost key of ``rest``
+    assigned in the entry's lines (its sub-tables and inline tables included), else the
+    entry's header. None when there is no such header."""
+    name = re.escape(".".join(table))
+    header = re.compile(rf"^\s*\[\[\s*{name}\s*\]\]\s*(#.*)?$")
+    starts = [i for i, line in enumerate(lines) if header.match(line)]
+    if index >= len(starts):
+        return None
+    start = starts[index]
+    end = next(
+        (
+            i
+            for i in range(start + 1, len(lines))
+            if re.match(r"^\s*\[", lines[i]) and not re.match(rf"^\s*\[\s*{name}\.", lines[i])
+        ),
+        len(lines),
+    )
+    for key in reversed([k for k in rest if not k.isdigit()]):
+        assignment = re.compile(rf"(^|[{{,.]|\s)\"?{re.escape(key)}\"?\s*=")
+        sub_table = re.compile(rf"^\s*\[\s*{name}\.{re.escape(key)}\s*\]")
+        for i in range(start + 1, end):
+            if assignment.search(lines[i]) or sub_table.match(lines[i]):
+                return i + 1
     return start + 1
 
 

@@ -7,6 +7,7 @@ cohort_rule = "globally-complete"          # or "pairwise-available"
 sensitivity = ["positional-truncation"]    # named routes computed beside the primary one
 clusters = ["study", "patient"]            # cluster-aware inference units
 bootstrap = { resamples = 10000, seed = 1, level = 0.95 }
+harness = "lm-eval"                        # reported metrics come from a harness's samples
 
 [[analysis.family]]
 name = "mcnemar-all-pairs"
@@ -42,6 +43,12 @@ SCHEMA: dict[str, Any] = {
             "default": "auto",
             "description": "Binary cells from labels (reference x candidate), from a reported confusion-cell "
             "matrix, or auto (labels when candidate labels exist).",
+        },
+        "harness": {
+            "type": "string",
+            "enum": ["lm-eval"],
+            "description": "The benchmark harness whose per-sample output the reported metrics must "
+            "be recomputed from (its samples are then required: the harness rules apply).",
         },
         "conditions": {
             "type": "array",
@@ -143,6 +150,7 @@ def write(section: dict[str, Any], ctx: ImportContext) -> None:
     add(plan, PG.cohortRule, section["cohort_rule"])
     add(plan, PG.alpha, float(section["alpha"]))
     add(plan, PG.settings, json.dumps(section, sort_keys=True))
+    add(plan, PG.harness, section.get("harness"))
     for family in section["family"]:
         node = ctx.iri("family", family["name"])
         add(node, RDF_TYPE, PG.Family)

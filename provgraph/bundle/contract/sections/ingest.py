@@ -1,8 +1,12 @@
-"""``[ingest]``: which files of the bundle to skip and which importer reads which path."""
+"""``[ingest]``: which files of the bundle to skip, which importer reads which path, and
+which files are read as call records by declaration (``[[ingest.records]]``, see
+:mod:`provgraph.bundle.contract.sections.records`)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from provgraph.bundle.contract.sections import records
 
 NAME = "ingest"
 CLAUSES: tuple[str, ...] = ()
@@ -22,6 +26,12 @@ SCHEMA: dict[str, Any] = {
             "default": {},
             "description": "Path (relative to the bundle) -> importer name; wins over detection.",
         },
+        "records": records.SCHEMA,
     },
     "additionalProperties": False,
 }
+
+
+def check(section: dict[str, Any], data: dict[str, Any]) -> list[tuple[list[str], str]]:
+    """The ``[[ingest.records]]`` declarations' own checks (paths, templates, formats)."""
+    return records.check(section.get("records") or [])

@@ -1,0 +1,339 @@
+"""The pixel verdict view: each image a call sent, judged against its source DICOM re-rendered.
+
+A record's own word on polarity (a rendering record's ``inverted``) is not evidence of what the
+model saw; the pixels sent are. For every (call, image sent) this module links the image to its
+source DICOM(s), re-renders each with the reference renderer
+(:func:`provgraph.capture.renderer.render_dataset`) under the declared rendering, and compares:
+
+1. the sent image's pixel grid (:mod:`provgraph.evidence.pixels`: kept by the batch importers
+   for inline images; read from the bundle for an image file a record names) against the
+   correct render's grid: ``correct``, ``resembles`` (right polarity, not the declared
+   rendering), ``inverted`` or ``unmatched``;
+2. when the graph holds only the sent bytes' hash (no inline bytes, no file), that hash against
+   the sha256 of the PNG the reference renderer writes: ``exact`` (else ``no-pixels``).
+
+Links, tried in order: a rendering record whose ``image_sha256`` is the sent bytes (only its
+``source`` and window are used: its ``inverted`` flag is not trusted); the DICOMs matching the
+contract's ``[pixel] sources`` pattern for the call's case; else the DICOMs whose bundle path
+has a folder named by the case key (or ``s`` + key, MIMIC-CXR's ``files/p10/p10000032/
+s50414267/`` layout) or a file stem equal to it. Of several candidates (a PA and its lateral),
+the best-matching one decides. The declared rendering is the contract's ``[pixel] window`` if
+set, else the linked rendering record's window, else the header's VOI (what ``provgraph render``
+does).
+
+Evidence that is missing is a verdict too, so the rule can say what is missing: ``no-source``
+(no DICOM linked), ``source-unreadable`` (not in the bundle at its recorded bytes, or not
+renderable), ``no-pixels`` (the graph holds only a hash of the image), ``undecodable`` (the
+bytes are not an image). One ``pg:PixelVerdict`` per (call, image) in the catalog slot
+:data:`SLOT`: ``pg:verdictFor`` the call, ``pg:judgedImageSha256`` (and ``pg:judgedImagePath``
+for a file), ``pg:pixelVerdict``, ``pg:correlation``, ``pg:judgedSource`` / ``pg:sourcePath`` /
+``pg:photometricInterpretation`` of the deciding DICOM and ``pg:verdictDetail``.
+
+Source DICOMs are read from the bundle folder the last ingest read (recorded in the catalog)
+and must still hash to what was imported. The view is recomputed when an import changed, like
+the call evidence view (:mod:`provgraph.rules.callview`), after which it runs.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import io
+import logging
+import os
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from provgraph.capture.renderer import render_dataset
+from provgraph.errors import InputError
+from provgraph.evidence.pixels import grid_from_hex, grid_of_array, grid_of_bytes, judge
+from provgraph.rdf.terms import IRI, TripleWriter
+from provgraph.rdf.vocab import PG, PG_NS, RDF_TYPE
+from provgraph.rules import callview
+from provgraph.store import catalog
+from provgraph.store.base import Store
+
+log = logging.getLogger(__name__)
+
+SLOT = "derived:pixel-verdicts"
+VIEW_VERSION = "1"
+#: never decode more than this many source bytes for one DICOM (memory stays bounded)
+MAX_SOURCE_BYTES = 512 << 20
+
+_P = f"PREFIX pg: <{PG_NS}>\nPREFIX prov: <http://www.w3.org/ns/prov#>\n"
+_Q = {
+    "protocol": "SELECT ?inputs ?pattern ?center ?width WHERE { ?p a pg:PixelProtocol ; "
+    "pg:imageInputs ?inputs OPTIONAL { ?p pg:sourcePattern ?pattern } "
+    "OPTIONAL { ?p pg:windowCenter ?center ; pg:windowWidth ?width } }",
+    "sent": "SELECT ?call ?sha WHERE { ?call pg:sentImageSha256 ?sha }",
+    "files": "SELECT ?call ?path ?sha WHERE { ?call pg:sentImage ?f . ?f pg:path ?path ; pg:sha256 ?sha }",
+    "grids": "SELECT ?sha ?grid WHERE { ?i a pg:ImageBytes ; pg:gridOfSha256 ?sha ; pg:pixelGrid ?grid }",
+    "ids": "SELECT ?call ?id WHERE { ?call pg:callId ?id }",
+    "cases": "SELECT ?call ?case WHERE { ?call a pg:PlannedCall ; pg:case/pg:key ?case }",
+    "dicoms": "SELECT ?d ?path ?sha ?pi WHERE { ?d a pg:DicomFile ; pg:path ?path ; pg:sha256 ?sha "
+    "OPTIONAL { ?d pg:photometricInterpretation ?pi } }",
+    "renderings": "SELECT ?sha ?d ?center ?width WHERE { ?r a pg:Rendering ; pg:renderedSha256 ?sha ; "
+    "prov:used ?d OPTIONAL { ?r pg:windowCenter ?center ; pg:windowWidth ?width } }",
+}
+
+
+@dataclass(frozen=True)
+class Dicom:
+    node: str
+    path: str
+    sha256: str
+    photometric: str
+
+
+@dataclass
+class Verdict:
+    call: str
+    sha: str
+    verdict: str
+    detail: str = ""
+    correlation: float | None = None
+    source: Dicom | None = None
+
+
+@dataclass
+class Reference:
+    """A source re-rendered: the PNG sha256 the reference renderer writes and its grid."""
+
+    png_sha256: str | None = None
+    grid: bytes | None = None
+    error: str | None = None
+
+
+@dataclass
+class Evidence:
+    """What the graph says, gathered once."""
+
+    protocol: dict[str, Any] = field(default_factory=dict)
+    sent: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    files: dict[str, str] = field(default_factory=dict)  # sha -> bundle path of a sent file
+    grids: dict[str, bytes] = field(default_factory=dict)
+    ids: dict[str, str] = field(default_factory=dict)
+    cases: dict[str, str] = field(default_factory=dict)
+    dicoms: dict[str, Dicom] = field(default_factory=dict)
+    renderings: dict[str, list[tuple[str, tuple[float, float] | None]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+
+
+def _v(row: dict[str, Any], key: str) -> Any:
+    term = row.get(key)
+    return term.value if term is not None else None
+
+
+def gather(store: Store) -> Evidence:
+    ev = Evidence()
+    q = {name: store.select(_P + query) for name, query in _Q.items()}
+    for r in q["protocol"][:1]:
+        ev.protocol = {k: _v(r, k) for k in ("inputs", "pattern", "center", "width")}
+    for r in q["sent"]:
+        ev.sent[_v(r, "call")].add(_v(r, "sha"))
+    for r in q["files"]:
+        ev.files.setdefault(_v(r, "sha"), _v(r, "path"))
+    for r in q["grids"]:
+        grid = grid_from_hex(_v(r, "grid"))
+        if grid is not None:
+            ev.grids[_v(r, "sha")] = grid
+    ev.ids = {_v(r, "call"): _v(r, "id") for r in q["ids"]}
+    ev.cases = {_v(r, "call"): _v(r, "case") for r in q["cases"]}
+    for r in q["dicoms"]:
+        ev.dicoms[_v(r, "d")] = Dicom(_v(r, "d"), _v(r, "path"), _v(r, "sha"), _v(r, "pi") or "")
+    for r in q["renderings"]:
+        center, width = _v(r, "center"), _v(r, "width")
+        window = (float(center), float(width)) if center is not None and width is not None else None
+        ev.renderings[_v(r, "sha")].append((_v(r, "d"), window))
+    return ev
+
+
+def case_matches(path: str, case: str, pattern: str | None) -> bool:
+    """Whether bundle path ``path`` is a source of ``case``: the declared pattern, else a folder
+    named by the key (or ``s`` + key, MIMIC-CXR) or a file stem equal to it.
+
+    >>> case_matches("files/p10/p10000032/s50414267/a.dcm", "50414267", None)
+    True
+    >>> case_matches("dicom/c1.dcm", "c1", None), case_matches("dicom/c10.dcm", "c1", None)
+    (True, False)
+    >>> case_matches("src/c1/x.dcm", "c1", "src/{case}/*.dcm")
+    True
+    """
+    if pattern:
+        return fnmatch.fnmatchcase(path, pattern.replace("{case}", case))
+    parts = PurePosixPath(path)
+    return case in parts.parts[:-1] or f"s{case}" in parts.parts[:-1] or parts.stem == case
+
+
+class Renderer:
+    """Re-renders source DICOMs from the bundle, once per (file, window)."""
+
+    def __init__(self, root: str | None) -> None:
+        self.root = root
+        self.cache: dict[tuple[str, tuple[float, float] | None], Reference] = {}
+
+    def reference(self, dicom: Dicom, window: tuple[float, float] | None, hashed: bool = False) -> Reference:
+        """The render of ``dicom``; ``hashed``: with the sha256 of its PNG (encoding a PNG costs
+        5x the render, so only when the sent image's pixels are not at hand, only its hash)."""
+        key = (dicom.node, window)
+        ref = self.cache.get(key)
+        if ref is None or (hashed and ref.png_sha256 is None and ref.error is None):
+            ref = self.cache[key] = self._render(dicom, window, hashed)
+        return ref
+
+    def _render(self, dicom: Dicom, window: tuple[float, float] | None, hashed: bool) -> Reference:
+        if self.root is None:
+            return Reference(error="the store records no bundle folder to read it from")
+        path = os.path.join(self.root, dicom.path)
+        try:
+            if os.path.getsize(path) > MAX_SOURCE_BYTES:
+                return Reference(error=f"larger than {MAX_SOURCE_BYTES >> 20} MiB, the limit for a source")
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as err:
+            return Reference(error=f"cannot be read ({err.strerror or err})")
+        if hashlib.sha256(data).hexdigest() != dicom.sha256:
+            return Reference(error="has changed since it was imported (ingest again)")
+        try:
+            pixels = render_dataset(_dataset(data, dicom.path), dicom.path, window).pixels
+        except InputError as err:
+            return Reference(error=f"cannot be rendered: {err.reason}")
+        except Exception as err:  # a malformed LUT or header the renderer trips on: bad input, not a bug
+            return Reference(error=f"cannot be rendered ({type(err).__name__})")
+        png_sha256 = hashlib.sha256(png_bytes(pixels)).hexdigest() if hashed else None
+        return Reference(png_sha256, grid_of_array(pixels))
+
+
+def _dataset(data: bytes, name: str) -> Any:
+    # lazy: pydicom is loaded only when a source is re-rendered
+    from pydicom import dcmread
+
+    try:
+        return dcmread(io.BytesIO(data))
+    except Exception as err:  # pydicom raises many types for a malformed file
+        raise InputError(name, f"not a readable DICOM file ({type(err).__name__})") from err
+
+
+def png_bytes(pixels: Any) -> bytes:
+    """The PNG the reference renderer writes for ``pixels`` (as ``capture.renderer.write_png``)."""
+    # lazy: numpy and Pillow are loaded only when a source is re-rendered
+    import numpy as np
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(pixels, dtype=np.uint8)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def sent_grid(ev: Evidence, sha: str, root: str | None) -> tuple[bytes | None, str]:
+    """The grid of sent image ``sha`` and, when there is none, why (a verdict name)."""
+    if sha in ev.grids:
+        return ev.grids[sha], ""
+    rel = ev.files.get(sha)
+    if rel is None or root is None:
+        return None, "no-pixels"
+    try:
+        with open(os.path.join(root, rel), "rb") as fh:
+            data = fh.read(MAX_SOURCE_BYTES)
+    except OSError:
+        return None, "no-pixels"
+    if hashlib.sha256(data).hexdigest() != sha:
+        return None, "no-pixels"
+    grid = grid_of_bytes(data)
+    return (grid, "") if grid is not None else (None, "undecodable")
+
+
+def candidates(ev: Evidence, call: str, sha: str) -> list[tuple[Dicom, tuple[float, float] | None]]:
+    """The DICOMs image ``sha`` of ``call`` may come from, each with the window to render it."""
+    declared = None
+    if ev.protocol.get("center") is not None:
+        declared = (float(ev.protocol["center"]), float(ev.protocol["width"]))
+    case, pattern = ev.cases.get(call), ev.protocol.get("pattern")
+    linked = [(ev.dicoms[d], declared or w) for d, w in ev.renderings.get(sha, []) if d in ev.dicoms]
+    if linked or ev.renderings.get(sha):
+        # identical bytes rendered from several DICOMs: the call's own case decides which
+        own = [c for c in linked if case is not None and case_matches(c[0].path, case, pattern)]
+        return own or linked
+    if case is None:
+        return []
+    return [(d, declared) for d in ev.dicoms.values() if case_matches(d.path, case, pattern)]
+
+
+def judge_image(ev: Evidence, renderer: Renderer, call: str, sha: str) -> Verdict:
+    """The verdict on one image ``call`` sent."""
+    found = candidates(ev, call, sha)
+    if not found:
+        if ev.renderings.get(sha):
+            detail = "its rendering record's source is not an imported DICOM"
+        elif call in ev.cases:
+            detail = f"no DICOM of case {ev.cases[call]} is in the bundle"
+        else:
+            detail = "the call has no case in the plan to find its DICOM by"
+        return Verdict(call, sha, "no-source", detail)
+    grid, missing = sent_grid(ev, sha, renderer.root)
+    references = [(d, renderer.reference(d, w, hashed=grid is None)) for d, w in found]
+    for dicom, ref in references:
+        if ref.png_sha256 == sha:
+            return Verdict(call, sha, "exact", correlation=1.0, source=dicom)
+    usable = [(d, ref) for d, ref in references if ref.grid is not None]
+    if not usable:
+        dicom, ref = references[0]
+        return Verdict(call, sha, "source-unreadable", f"{dicom.path} {ref.error}", source=dicom)
+    if grid is None:
+        return Verdict(call, sha, missing, source=usable[0][0])
+    judged = [(judge(grid, ref.grid), d) for d, ref in usable]  # type: ignore[arg-type]
+    (verdict, r), dicom = max(judged, key=lambda j: abs(j[0][1]))
+    return Verdict(call, sha, verdict, correlation=r, source=dicom)
+
+
+def judge_all(store: Store, ev: Evidence | None = None) -> list[Verdict]:
+    """Every (call, image sent) judged; nothing when the benchmark's images are not rendered from DICOM."""
+    ev = ev or gather(store)
+    if ev.protocol.get("inputs") != "dicom":
+        return []
+    renderer = Renderer(catalog.bundle_root(store))
+    return [judge_image(ev, renderer, call, sha) for call in sorted(ev.sent) for sha in sorted(ev.sent[call])]
+
+
+def write_view(w: TripleWriter, verdicts: list[Verdict], files: dict[str, str] | None = None) -> None:
+    add = w.add
+    for v in verdicts:
+        node = IRI(f"{v.call}/pixels/{v.sha}")
+        add(node, RDF_TYPE, PG.PixelVerdict)
+        add(node, PG.verdictFor, IRI(v.call))
+        add(node, PG.judgedImageSha256, v.sha)
+        add(node, PG.judgedImagePath, (files or {}).get(v.sha))
+        add(node, PG.pixelVerdict, v.verdict)
+        add(node, PG.verdictDetail, v.detail or None)
+        if v.correlation is not None:
+            add(node, PG.correlation, round(v.correlation, 4))
+        if v.source is not None:
+            add(node, PG.judgedSource, IRI(v.source.node))
+            add(node, PG.sourcePath, v.source.path)
+            add(node, PG.photometricInterpretation, v.source.photometric or None)
+
+
+def fingerprint(store: Store) -> str:
+    text = f"{VIEW_VERSION}\n{catalog.bundle_root(store)}\n{callview.fingerprint(store)}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def refresh(store: Store) -> bool:
+    """Bring the view up to date (after the call evidence view); True when it was recomputed."""
+    current = fingerprint(store)
+    slot = catalog.current(store, SLOT)
+    if slot is not None and slot.fingerprint == current:
+        return False
+    ev = gather(store)
+    verdicts = judge_all(store, ev)
+    with tempfile.TemporaryDirectory(prefix="provgraph-pixelview-") as tmp:
+        nt = Path(tmp) / "pixels.nt"
+        with nt.open("w", encoding="utf-8") as fh:
+            write_view(TripleWriter(fh), verdicts, ev.files)
+        catalog.replace(store, SLOT, current, nt)
+    log.info("pixel verdict view: %d images judged", len(verdicts))
+    return True
