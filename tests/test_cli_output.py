@@ -85,8 +85,9 @@ def test_ingest_json_carries_every_rejection(cli, systematic: Path) -> None:
     r = cli("-C", str(systematic), "ingest", "--format", "json")
     assert r.code == 2
     doc = json.loads(r.out)
-    assert set(doc) == {"store", "sources", "rejections", "counts", "quads"}
+    assert set(doc) == {"store", "sources", "rejections", "notes", "counts", "quads"}
     assert len(doc["rejections"]) == 35 and doc["counts"]["rejected"] == 35
+    assert doc["notes"] == [] and doc["counts"]["notes"] == 0  # notes: records imported all the same
     assert set(doc["rejections"][0]) == {"path", "line", "reason"}
     calls = next(s for s in doc["sources"] if s["source"] == "calls.jsonl")
     assert calls["importer"] == "calls" and calls["outcome"] == "imported" and calls["rejected"] == 35
@@ -97,6 +98,7 @@ def test_ingest_json_carries_every_rejection(cli, systematic: Path) -> None:
         "records",
         "triples",
         "rejected",
+        "notes",
         "seconds",
         "error",
     }

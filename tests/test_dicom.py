@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import io
+import json
 import os
 import re
 import subprocess
@@ -224,6 +225,11 @@ def test_bad_files_are_reported_one_per_line_and_the_rest_imports(cli, tmp_path:
     for line, pattern in zip(notes, expected, strict=True):
         assert re.fullmatch("provgraph: note: " + pattern, line), line
     assert "3 records rejected, 4 imported with a note" in r.out
+    # an unchanged re-ingest reports the recorded problems again, notes still notes
+    again = cli("-C", str(root), "ingest", "--format", "json")
+    doc = json.loads(again.out)
+    assert (doc["counts"]["unchanged"], doc["counts"]["rejected"], doc["counts"]["notes"]) == (2, 3, 4)
+    assert again.code == 2  # the three rejections, not the notes
     q = cli(
         "-C",
         str(root),
