@@ -135,7 +135,9 @@ def test_missing_or_changed_source_is_named(tmp_path: Path) -> None:
     for c in cp.CONDITIONS:
         assert f"no DICOM of case {gone} is in the bundle" in messages[f"call/{c}--{gone}--1"]
         assert "has changed since it was imported" in messages[f"call/{c}--{changed}--1"]
-        assert "only single-frame, single-sample images" in messages[f"call/{c}--{odd}--1"]
+        assert (
+            "3 samples per pixel: only single-sample greyscale is rendered" in messages[f"call/{c}--{odd}--1"]
+        )
     assert len(messages) == 6 and not report.passed
 
 

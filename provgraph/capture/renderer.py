@@ -21,11 +21,16 @@ raises :class:`RenderError` naming the file.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import io
 import json
+import logging
 import os
+import struct
+import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,21 +79,39 @@ def render_dataset(
 
     ``window`` (centre, width), when given, replaces the header's VOI LUT and window.
     ``invert`` overrides the photometric decision; it exists only to reproduce another
-    pipeline's behaviour (in tests and audits) and is recorded faithfully.
+    pipeline's behaviour (in tests and audits) and is recorded faithfully. Raises
+    :class:`RenderError` with the true reason for a data set that cannot be rendered.
     """
+    # lazy: the importer's pydicom setup loads pydicom, which only rendering needs
+    from provgraph.importers.dicom import quiet_pydicom
+
+    with quiet_pydicom(), _quiet_decoders():
+        photometric = _renderable(ds, name)
+        stored = decode(ds, name)
+        return _transform(ds, name, stored, photometric, window, invert)
+
+
+@contextlib.contextmanager
+def _quiet_decoders() -> Iterator[None]:
+    """Keep the tracebacks pydicom's decoders log for each failing plugin off stderr: the failure
+    is raised to us and reported as one line (their loggers are children of the ``pydicom`` one
+    that ``quiet_pydicom`` disables, and a child's records still reach its parent's handlers)."""
+    loggers = [logging.getLogger(name) for name in DECODER_LOGGERS]
+    before = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, disabled in zip(loggers, before, strict=True):
+            logger.disabled = disabled
+
+
+def _transform(
+    ds: Any, name: str, stored: Any, photometric: str, window: tuple[float, float] | None, invert: bool | None
+) -> Rendered:
     import numpy as np
     from pydicom.pixels import apply_modality_lut, apply_voi, apply_windowing
-
-    photometric = str(ds.get("PhotometricInterpretation", "")).strip().upper()
-    if photometric not in ("MONOCHROME1", "MONOCHROME2"):
-        raise RenderError(name, f"PhotometricInterpretation {photometric or 'missing'}: only MONOCHROME1/2")
-    if int(ds.get("SamplesPerPixel", 1) or 1) != 1 or int(ds.get("NumberOfFrames", 1) or 1) != 1:
-        raise RenderError(name, "only single-frame, single-sample images are rendered")
-    try:
-        stored = ds.pixel_array
-    except Exception as err:
-        syntax = getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", "unknown")
-        raise RenderError(name, f"cannot decode pixel data (transfer syntax {syntax}): {err}") from err
 
     if ds.get("ModalityLUTSequence"):
         modality_transform = "lut"
@@ -96,10 +119,6 @@ def render_dataset(
         modality_transform = "rescale"
     else:
         modality_transform = "none"
-    values = apply_modality_lut(stored, ds)
-    if values.dtype.kind == "f" and np.all(np.mod(values, 1) == 0):
-        values = values.astype(np.int64)  # integral rescale: keep the VOI LUT on integers
-
     center = width = None
     voi_lut = ds.get("VOILUTSequence")
     if window is not None:
@@ -107,19 +126,27 @@ def render_dataset(
         ds.WindowCenter, ds.WindowWidth = float(window[0]), float(window[1])
         ds.VOILUTFunction = ds.get("VOILUTFunction", "LINEAR")
         voi_lut = None
-    if voi_lut and "LUTDescriptor" in voi_lut[0] and "LUTData" in voi_lut[0]:
-        voi_transform = "lut"
-        out = apply_voi(values, ds)
-        low, high = 0.0, float(2 ** int(voi_lut[0].LUTDescriptor[2]) - 1)
-    elif "WindowCenter" in ds and "WindowWidth" in ds:
-        voi_transform = "window"
-        center, width = float(_first(ds.WindowCenter)), float(_first(ds.WindowWidth))
-        out = apply_windowing(values, ds)
-        low, high = _window_range(ds)
-    else:
-        voi_transform = "minmax"
-        out = values
-        low, high = float(np.min(values)), float(np.max(values))
+    try:  # pydicom's transforms on header values no one checked: a malformed LUT or window is bad input
+        values = apply_modality_lut(stored, ds)
+        if values.dtype.kind == "f" and np.all(np.mod(values, 1) == 0):
+            values = values.astype(np.int64)  # integral rescale: keep the VOI LUT on integers
+        if voi_lut and "LUTDescriptor" in voi_lut[0] and "LUTData" in voi_lut[0]:
+            voi_transform = "lut"
+            out = apply_voi(values, ds)
+            low, high = 0.0, float(2 ** int(voi_lut[0].LUTDescriptor[2]) - 1)
+        elif "WindowCenter" in ds and "WindowWidth" in ds:
+            voi_transform = "window"
+            center, width = float(_first(ds.WindowCenter)), float(_first(ds.WindowWidth))
+            out = apply_windowing(values, ds)
+            low, high = _window_range(ds)
+        else:
+            voi_transform = "minmax"
+            out = values
+            low, high = float(np.min(values)), float(np.max(values))
+    except PYDICOM_DATA_ERRORS as err:
+        raise RenderError(
+            name, f"malformed modality or VOI transform ({type(err).__name__}: {_line(err)})"
+        ) from err
 
     out = np.asarray(out, dtype=np.float64)
     scaled = np.rint((out - low) / (high - low) * 255.0) if high > low else np.zeros_like(out)
@@ -138,6 +165,119 @@ def render_dataset(
         width,
         int(bits) if bits is not None else None,
     )
+
+
+#: What pydicom (and the codecs under it) raise for data it cannot use: caught only around its own
+#: calls, so that a bug of ours is never mistaken for a bad file.
+PYDICOM_DATA_ERRORS = (
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,  # pydicom's "missing required element" for the pixel module
+    NotImplementedError,
+    RuntimeError,  # pydicom's "no plugin could decode" and the codecs' own failures
+    EOFError,
+    struct.error,
+    zlib.error,
+    OverflowError,
+)
+PIXEL_KEYWORDS = ("PixelData", "FloatPixelData", "DoubleFloatPixelData")
+COLOUR = ("RGB", "PALETTE COLOR", "YBR_FULL", "YBR_FULL_422", "YBR_PARTIAL_420", "YBR_ICT", "YBR_RCT")
+#: pydicom's loggers for pixel decoding (``logging.getLogger(__name__)`` in those modules).
+DECODER_LOGGERS = ("pydicom.pixels.decoders.base", "pydicom.pixels.utils")
+CODECS_HINT = "pip install 'provgraph[dicom-codecs]'"
+
+
+def _renderable(ds: Any, name: str) -> str:
+    """The photometric interpretation of a data set the renderer can take, or why it cannot."""
+    if not any(keyword in ds for keyword in PIXEL_KEYWORDS):
+        # lazy: pydicom's UID names are loaded with the importer's helpers
+        from provgraph.importers.dicom import sop_class_name
+
+        meta = getattr(ds, "file_meta", None)
+        sop = ds.get("SOPClassUID") or (meta.get("MediaStorageSOPClassUID") if meta is not None else None)
+        what = sop_class_name(str(sop) if sop else None)
+        if what and what.endswith("Image Storage"):  # an image object stored without its pixels
+            raise RenderError(name, f"no Pixel Data: a {what} object stored without its pixels")
+        if what is None:
+            raise RenderError(name, "not an image: no Pixel Data (and no SOP Class UID pydicom knows)")
+        raise RenderError(name, f"not an image: a {what} object has no Pixel Data")
+    photometric = str(ds.get("PhotometricInterpretation", "") or "").strip().upper()
+    if photometric in COLOUR:
+        raise RenderError(name, f"colour image (PhotometricInterpretation {photometric}): only MONOCHROME1/2")
+    if not photometric:
+        missing = [
+            k for k in ("PhotometricInterpretation", "Rows", "Columns", "BitsAllocated") if k not in ds
+        ]
+        raise RenderError(name, f"Pixel Data without the image pixel module ({', '.join(missing)} missing)")
+    if photometric not in ("MONOCHROME1", "MONOCHROME2"):
+        raise RenderError(name, f"PhotometricInterpretation {photometric}: only MONOCHROME1/2")
+    samples = _header_int(ds, "SamplesPerPixel", name, 1)
+    if samples != 1:
+        raise RenderError(name, f"{samples} samples per pixel: only single-sample greyscale is rendered")
+    frames = _header_int(ds, "NumberOfFrames", name, 1)
+    if frames != 1:
+        raise RenderError(name, f"multi-frame ({frames} frames): only single-frame images are rendered")
+    for keyword in ("Rows", "Columns", "BitsAllocated", "BitsStored", "PixelRepresentation"):
+        if _header_int(ds, keyword, name, None) is None:
+            raise RenderError(name, f"{keyword} missing: the pixels cannot be read without it")
+    return photometric
+
+
+def _header_int(ds: Any, keyword: str, name: str, default: int | None) -> int | None:
+    """An integer header value, or a RenderError saying it is malformed (never the raw ValueError)."""
+    value = ds.get(keyword)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError) as err:
+        shown = repr(str(value))[:24]  # an integer attribute, not a name: safe to quote, kept short
+        raise RenderError(name, f"malformed {keyword} {shown} (not an integer)") from err
+
+
+def decode(ds: Any, name: str) -> Any:
+    """The stored pixel values (``Dataset.pixel_array``), or a RenderError with the true reason:
+    no transfer syntax, a syntax no installed decoder handles (naming the extra that adds one),
+    or the decoders' own complaint."""
+    meta = getattr(ds, "file_meta", None)
+    syntax = meta.get("TransferSyntaxUID") if meta is not None else None
+    if not syntax:
+        raise RenderError(name, "no Transfer Syntax UID in the file meta: the pixel encoding is unknown")
+    try:
+        return ds.pixel_array
+    except PYDICOM_DATA_ERRORS as err:
+        raise RenderError(name, _decode_failure(str(syntax), err)) from err
+
+
+def _decode_failure(syntax: str, err: Exception) -> str:
+    from pydicom.pixels import get_decoder
+    from pydicom.uid import UID
+
+    label = f"{syntax} '{UID(syntax).name}'" if UID(syntax).name != syntax else syntax
+    try:
+        decoder = get_decoder(syntax)
+    except NotImplementedError:
+        return f"cannot decode pixel data: pydicom has no decoder for transfer syntax {label}"
+    # pydicom lists a plugin it could not load with its requirements; ours is the pylibjpeg one
+    missing = any(d.startswith("pylibjpeg") for d in decoder.missing_dependencies)
+    if missing and not decoder.available_plugins:
+        return f"transfer syntax {label} needs a decoder that is not installed: {CODECS_HINT}"
+    why = f"cannot decode {label} pixel data: {_line(err)}"
+    return (
+        f"{why}; the decoders of provgraph[dicom-codecs] are not installed ({CODECS_HINT})"
+        if missing
+        else why
+    )
+
+
+def _line(err: Exception, limit: int = 400) -> str:
+    """An exception's message on one line (pydicom lists each plugin's failure on its own line)."""
+    parts = [part.strip() for part in str(err).splitlines() if part.strip()]
+    text = " ".join(p if p.endswith(":") or i == len(parts) - 1 else f"{p};" for i, p in enumerate(parts))
+    text = text or type(err).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _first(value: Any) -> Any:
@@ -175,6 +315,29 @@ def write_png(pixels: Any, path: Path) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def read_dataset(source: Path, data: bytes) -> Any:
+    """The whole data set of ``source`` (its bytes ``data``), read as the ``dicom`` importer reads
+    it: a file the importer refuses (not DICOM, truncated by its own elements' account) is refused
+    here with the same reason, and a file without file meta is read with ``force=True``."""
+    # lazy: pydicom loads only when a file is rendered
+    from pydicom import dcmread
+    from pydicom.errors import InvalidDicomError
+
+    # lazy as pydicom: the importer's reader, so that a file is refused for the reason ingest gives
+    from provgraph.importers.dicom import quiet_pydicom
+    from provgraph.importers.dicom_read import read_header
+
+    name = str(source)
+    with quiet_pydicom():
+        parsed, reason = read_header(name, len(data))
+        if parsed is None:
+            raise RenderError(name, reason or "unreadable DICOM")
+        try:
+            return dcmread(io.BytesIO(data), force=parsed.bare)
+        except (InvalidDicomError, *PYDICOM_DATA_ERRORS) as err:
+            raise RenderError(name, f"unreadable DICOM ({type(err).__name__}: {_line(err)})") from err
+
+
 def render_file(
     source: Path,
     image: Path,
@@ -185,21 +348,12 @@ def render_file(
 
     Returns the record. Raises :class:`RenderError` for a file that cannot be rendered.
     """
-    from pydicom import dcmread
-    from pydicom.errors import InvalidDicomError
-
     name = str(source)
     try:
         data = source.read_bytes()
     except OSError as err:
         raise RenderError(name, f"cannot read: {err.strerror or err}") from err
-    try:
-        ds = dcmread(io.BytesIO(data))
-    except InvalidDicomError as err:
-        raise RenderError(name, "not a DICOM file (no 'DICM' marker at byte 128)") from err
-    except Exception as err:
-        raise RenderError(name, f"unreadable DICOM ({type(err).__name__})") from err
-    result = render_dataset(ds, name, window, invert)
+    result = render_dataset(read_dataset(source, data), name, window, invert)
     image_sha = write_png(result.pixels, image)
     record: dict[str, Any] = {
         "format": FORMAT,

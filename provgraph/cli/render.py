@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import traceback
 from pathlib import Path
 
 import click
@@ -35,8 +37,10 @@ def command(app: App, sources: tuple[Path, ...], output: Path, window: tuple[flo
     header's window (or --window), or the min-max range, are mapped to 0..255, and
     MONOCHROME1 images are inverted so that air is black. A folder's DICOM files (*.dcm,
     *.dicom, or no suffix) keep their relative paths under OUTPUT with the suffix .png.
-    Files that cannot be rendered are listed (file: reason) and the rest are still
-    rendered; the exit status is then 2.
+    A file that cannot be rendered (not DICOM, truncated, no Pixel Data, colour, multi-frame,
+    a malformed header value, pixels no installed decoder can read) is named on its own line
+    with the reason, and the rest are still rendered; the exit status is then 2 (3 when a
+    file met a bug in provgraph, reported the same way with its exception type).
     """
     # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.capture.renderer import RenderError, render_file
@@ -59,7 +63,7 @@ def command(app: App, sources: tuple[Path, ...], output: Path, window: tuple[flo
             if image in jobs:
                 raise UsageError(f"{dicom} and {jobs[image]} would both be rendered to {image}")
             jobs[image] = dicom
-    failed = inverted = 0
+    failed = inverted = bugs = 0
     for image, dicom in jobs.items():
         try:
             record = render_file(dicom, image, window=window)
@@ -67,12 +71,25 @@ def command(app: App, sources: tuple[Path, ...], output: Path, window: tuple[flo
             failed += 1
             err.print(f"provgraph: error: {error}", markup=False)
             continue
+        except Exception as error:  # a bug met on one file: named with its type, the others still rendered
+            bugs += 1
+            logging.getLogger("provgraph").debug("internal error on %s", dicom, exc_info=True)
+            err.print(
+                f"provgraph: internal error: {dicom}: {type(error).__name__}: {error} "
+                "(this is a bug; run with -v to see the traceback)",
+                markup=False,
+            )
+            if app.verbosity > 0:
+                traceback.print_exc()
+            continue
         inverted += record["inverted"]
-    done = len(jobs) - failed
+    done = len(jobs) - failed - bugs
     if app.verbosity >= 0:
         out.print(
             f"rendered {done} image{'s' if done != 1 else ''} into {output} "
-            f"({inverted} MONOCHROME1 inverted); {failed} failed",
+            f"({inverted} MONOCHROME1 inverted); {failed + bugs} failed",
             markup=False,
         )
+    if bugs:
+        return ExitCode.INTERNAL
     return ExitCode.USAGE if failed else ExitCode.OK
