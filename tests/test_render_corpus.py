@@ -86,7 +86,7 @@ REFUSED = {
 CATEGORIES = {"rendered": 88, "colour": 69, "no pixels": 58, "not an image": 25, "multi-frame": 11}
 COLOUR = re.compile(r"colour image \(PhotometricInterpretation ([A-Z_ 0-9]+)\): only MONOCHROME1/2")
 FRAMES = re.compile(r"multi-frame \((\d+) frames\): only single-frame images are rendered")
-NO_PIXELS = re.compile(r"no Pixel Data: a (.+ Image Storage) object stored without its pixels")
+NO_PIXELS = re.compile(r"no Pixel Data: a (.*Image Storage.*) object stored without its pixels")
 NOT_IMAGE = re.compile(r"not an image: a (.+) object has no Pixel Data")
 
 
@@ -244,3 +244,61 @@ def test_without_the_codecs_the_message_names_the_extra(tmp_path: Path) -> None:
         record = render_file(src / name, tmp_path / f"{name}.png")
         with Image.open(tmp_path / f"{name}.png") as im:
             assert np.asarray(im).std() > 0 and record["inverted"] is False
+
+
+def test_bad_headers_written_here_are_each_named_and_the_rest_rendered(cli, tmp_path: Path) -> None:
+    """Headers pydicom writes but the renderer cannot use: each is one line with its reason."""
+    src = tmp_path / "dicom"
+    write_dicom(src / "a-good.dcm")
+    # pydicom refuses to write a malformed DS, so the value is corrupted in the written bytes
+    bad = write_dicom(src / "b-window.dcm", window=(1234.5, 400.0))
+    assert bad.read_bytes().count(b"1234.5") == 1
+    bad.write_bytes(bad.read_bytes().replace(b"1234.5", b"12x4.5"))
+    write_dicom(src / "c-width.dcm", window=(2048.0, 0.0))
+    write_dicom(src / "d-rows.dcm", drop=("Rows",))
+    write_dicom(src / "e-nopixels.dcm", drop=("PixelData",))
+    write_dicom(src / "f-good.dcm", photometric="MONOCHROME1")
+    r = cli("render", str(src), "-o", str(tmp_path / "out"))
+    assert r.code == 2
+    errors = _errors(r.err, src)
+    assert errors == {
+        "b-window.dcm": (
+            "malformed modality or VOI transform (ValueError: could not convert string to float: '12x4.5')"
+        ),
+        "c-width.dcm": (
+            "malformed modality or VOI transform (ValueError: The (0028,1051) Window Width must be greater "
+            "than or equal to 1 for a 'LINEAR' windowing operation)"
+        ),
+        "d-rows.dcm": "Rows missing: the pixels cannot be read without it",
+        "e-nopixels.dcm": (
+            "no Pixel Data: a Digital X-Ray Image Storage - For Presentation object stored without its pixels"
+        ),
+    }
+    assert "rendered 2 images" in r.out and "4 failed" in r.out
+
+
+def test_a_bug_met_on_one_file_is_named_with_its_type_and_the_others_rendered(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault injected into the real renderer for one file (our own bug, not bad input): exit 3."""
+    from provgraph.capture import renderer
+
+    real = renderer.render_file
+
+    def buggy(source: Path, image: Path, **kw: object) -> dict:
+        if source.name == "b.dcm":
+            raise ZeroDivisionError("injected")
+        return real(source, image, **kw)
+
+    monkeypatch.setattr(renderer, "render_file", buggy)
+    src = tmp_path / "dicom"
+    for name in ("a.dcm", "b.dcm", "c.dcm"):
+        write_dicom(src / name)
+    r = cli("render", str(src), "-o", str(tmp_path / "out"))
+    assert r.code == 3
+    assert r.err.strip().splitlines() == [
+        f"provgraph: internal error: {src / 'b.dcm'}: ZeroDivisionError: injected "
+        "(this is a bug; run with -v to see the traceback)"
+    ]
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == ["a.png", "c.png"]
+    assert "rendered 2 images" in r.out and "1 failed" in r.out

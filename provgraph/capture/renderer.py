@@ -15,8 +15,12 @@ The pipeline follows DICOM PS3.3 C.11 with pydicom's implementations as the refe
 6. PNG (8-bit greyscale, no metadata) and ``<image>.render.json`` (see
    :mod:`provgraph.evidence.renderings`).
 
-Only single-frame, single-sample MONOCHROME1/MONOCHROME2 images are rendered; anything else
-raises :class:`RenderError` naming the file.
+Only single-frame, single-sample MONOCHROME1/MONOCHROME2 images are rendered. Anything else
+raises :class:`RenderError` naming the file and the true reason: not DICOM or truncated (read by
+the ``dicom`` importer's reader), no Pixel Data, colour, multi-frame, a malformed header value,
+or pixels no installed decoder reads (naming the ``dicom-codecs`` extra when its pylibjpeg
+plugins would add one). pydicom's errors are caught only around pydicom's own calls
+(:data:`PYDICOM_DATA_ERRORS`), so a bug here still surfaces as one.
 """
 
 from __future__ import annotations
@@ -198,7 +202,7 @@ def _renderable(ds: Any, name: str) -> str:
         meta = getattr(ds, "file_meta", None)
         sop = ds.get("SOPClassUID") or (meta.get("MediaStorageSOPClassUID") if meta is not None else None)
         what = sop_class_name(str(sop) if sop else None)
-        if what and what.endswith("Image Storage"):  # an image object stored without its pixels
+        if what and "Image Storage" in what:  # an image object stored without its pixels
             raise RenderError(name, f"no Pixel Data: a {what} object stored without its pixels")
         if what is None:
             raise RenderError(name, "not an image: no Pixel Data (and no SOP Class UID pydicom knows)")
@@ -354,7 +358,10 @@ def render_file(
     except OSError as err:
         raise RenderError(name, f"cannot read: {err.strerror or err}") from err
     result = render_dataset(read_dataset(source, data), name, window, invert)
-    image_sha = write_png(result.pixels, image)
+    try:
+        image_sha = write_png(result.pixels, image)
+    except OSError as err:
+        raise RenderError(str(image), f"cannot write the image: {err.strerror or err}") from err
     record: dict[str, Any] = {
         "format": FORMAT,
         "source": _relative(source, image.parent),
@@ -375,7 +382,10 @@ def render_file(
         "rendered_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
     }
     sidecar = image.with_name(sidecar_for(image.name))
-    sidecar.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    try:
+        sidecar.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    except OSError as err:
+        raise RenderError(str(sidecar), f"cannot write the rendering record: {err.strerror or err}") from err
     return record
 
 
