@@ -187,7 +187,7 @@ def _count(image, colour: tuple[int, int, int], tolerance: int = 12) -> int:
 # --- navigating the report of the radiology pilot's flawed twin, through Playwright ----------
 #
 # Playwright drives the system Chromium (executable_path), never a downloaded browser. The
-# bundle is examples/cxr_pilot's flawed twin: 375 violations in 8 clauses, 302 of them in the
+# bundle is examples/cxr_pilot's flawed twin: 415 violations in 8 clauses, 302 of them in the
 # annotation clause, and 36 claims in its texts.
 
 PILOT_FLAGS = [f for f in FLAGS if f != "--headless"]  # Playwright adds its own headless flag
@@ -255,7 +255,7 @@ def test_pilot_report_navigates_in_chromium(pilot, browser, tmp_path: Path) -> N
     page = browser.new_page(viewport={"width": LAPTOP[0], "height": LAPTOP[1]})
     page.goto(report.as_uri())
     per_rule = {r["id"]: len(r["violations"]) for r in check["rules"] if r["violations"]}
-    assert sum(per_rule.values()) == 375
+    assert sum(per_rule.values()) == 415  # 375 + 40 calls sent a reversed film (pixels)
 
     # a failing clause is open, one with only non-blocking findings is closed; both toggle
     annotation, model = page.locator("#clause-annotation"), page.locator("#clause-model")

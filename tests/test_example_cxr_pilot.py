@@ -340,7 +340,12 @@ def test_clean_twin_passes_the_whole_gate(clean: Bundle) -> None:
         ["cohort", "pixel", "prompt", "model", "output", "annotation", "analysis", "release"]
     )
     assert clean.check["counts"]["violations"] == 0
-    assert {r["outcome"] for r in clean.check["rules"]} == {"pass"}
+    outcomes = {r["id"]: r["outcome"] for r in clean.check["rules"]}
+    # the harness rules need `[analysis] harness`, which a pilot without a harness lacks
+    assert {i for i, o in outcomes.items() if o != "pass"} == {
+        i for i in outcomes if i.startswith("analysis-harness-")
+    }
+    assert {o for i, o in outcomes.items() if i.startswith("analysis-harness-")} == {"not-applicable"}
 
 
 def test_clean_twin_counts(clean: Bundle) -> None:
