@@ -6,9 +6,11 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
+import click
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -114,3 +116,18 @@ def capped_rejections(
 
 
 _KINDS = 10
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def format_option(help_text: str = "table for people, json for scripts.") -> Callable[[F], F]:
+    """The ``--format table|json`` option every listing command shares (``fmt`` in the command)."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["table", "json"]),
+        default="table",
+        show_default=True,
+        help=help_text,
+    )

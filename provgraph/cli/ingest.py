@@ -10,7 +10,7 @@ import click
 from rich.table import Table
 
 from provgraph.cli import App, pass_app
-from provgraph.cli.common import REJECTIONS_SHOWN, capped_rejections, err, out, progress_bar
+from provgraph.cli.common import REJECTIONS_SHOWN, capped_rejections, err, format_option, out, progress_bar
 from provgraph.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -27,14 +27,7 @@ if TYPE_CHECKING:
     help="Read every PATH with this importer instead of detecting one (see `provgraph importers`).",
 )
 @click.option("--dry-run", is_flag=True, help="Show which importer would read which path; import nothing.")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="json: one document on stdout (sources, every rejection, counts); see the README.",
-)
+@format_option("json: one document on stdout (sources, every rejection, counts); see the README.")
 @click.option(
     "--max-rejections",
     type=click.IntRange(min=0),

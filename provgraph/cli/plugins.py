@@ -8,18 +8,11 @@ import click
 from rich.table import Table
 
 from provgraph.cli import App, pass_app
-from provgraph.cli.common import out
+from provgraph.cli.common import format_option, out
 
 
 @click.command("importers")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="json: name, version, reads and description of each importer.",
-)
+@format_option("json: name, version, reads and description of each importer.")
 @pass_app
 def command(app: App, fmt: str) -> int:
     """List importers (entry-point group provgraph.importers), built-in and third-party."""

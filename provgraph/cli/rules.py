@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from provgraph.cli import App, pass_app
-from provgraph.cli.common import out
+from provgraph.cli.common import format_option, out
 from provgraph.rules.rule import CLAUSES
 
 
@@ -20,14 +20,7 @@ from provgraph.rules.rule import CLAUSES
     is_flag=True,
     help="Show why each rule has its severity (the audit's repair boundary) and when it applies.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="json: every field of every rule (the --remedy and --why columns included).",
-)
+@format_option("json: every field of every rule (the --remedy and --why columns included).")
 @pass_app
 def command(app: App, clauses: tuple[str, ...], remedy: bool, why: bool, fmt: str) -> int:
     """List the shipped contract rules by clause, with severity and title.

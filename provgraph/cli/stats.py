@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from provgraph.cli import App, pass_app
-from provgraph.cli.common import out
+from provgraph.cli.common import format_option, out
 
 _SHORT = {"positional-truncation": "positional", "pairwise-available": "pairwise"}
 _STATUS_STYLE = {"agrees": "green", "DIFFERS": "bold red", "POSITIONAL": "bold red", "no match": "yellow"}
@@ -24,14 +24,7 @@ _STATUS_STYLE = {"agrees": "green", "DIFFERS": "bold red", "POSITIONAL": "bold r
 @click.option(
     "--name", "names", multiple=True, metavar="NAME", help="Only statistics of this name (repeatable)."
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="table for people, json for scripts.",
-)
+@format_option("table for people, json for scripts.")
 @pass_app
 def command(app: App, show_all: bool, names: tuple[str, ...], fmt: str) -> int:
     """Recompute every statistic from keyed cells and reviews; show reported vs recomputed.
