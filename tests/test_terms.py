@@ -67,6 +67,8 @@ def test_string_literals_round_trip(text: str) -> None:
         (1.5, "1.5", "double"),
         (float("nan"), "NaN", "double"),
         (Decimal("154.73"), "154.73", "decimal"),
+        (Decimal("1E-9"), "0.000000001", "decimal"),  # str() gives '1E-9': not xsd:decimal
+        (Decimal("2.5E+3"), "2500", "decimal"),
         (dt.datetime(2026, 7, 1, 10, 0, tzinfo=dt.UTC), "2026-07-01T10:00:00+00:00", "dateTime"),
         (dt.date(2026, 7, 1), "2026-07-01", "date"),
         (Lit("PT5S", "http://www.w3.org/2001/XMLSchema#duration"), "PT5S", "duration"),
@@ -81,6 +83,15 @@ def test_typed_literals(value: object, lexical: str, datatype: str) -> None:
 def test_unsupported_values_are_an_error() -> None:
     with pytest.raises(TypeError):
         literal(object())
+    with pytest.raises(TypeError, match="not a finite number"):
+        literal(Decimal("NaN"))
+
+
+def test_small_decimals_compare_as_numbers_in_the_store() -> None:
+    """A decimal written in exponent form used to be an invalid literal that no comparison matched."""
+    store = ox.Store()
+    store.load(f"<{BASE}s> <{BASE}p> {literal(Decimal('1E-9'))} .", format=ox.RdfFormat.N_TRIPLES)
+    assert store.query(f"ASK {{ <{BASE}s> <{BASE}p> ?v FILTER (?v = 0.000000001) }}")
 
 
 def test_writer_skips_none_and_counts(tmp_path) -> None:

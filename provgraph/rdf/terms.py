@@ -83,6 +83,8 @@ def literal(value: object) -> str:
     '"say \\\\"hi\\\\""'
     >>> literal(3)
     '"3"^^<http://www.w3.org/2001/XMLSchema#integer>'
+    >>> literal(Decimal("1E-9"))
+    '"0.000000001"^^<http://www.w3.org/2001/XMLSchema#decimal>'
     """
     t = type(value)
     if t is str:
@@ -100,7 +102,10 @@ def literal(value: object) -> str:
             lex = repr(value)
         return f'"{lex}"^^<{XSD}double>'
     if t is Decimal:
-        return f'"{value}"^^<{XSD}decimal>'
+        if not value.is_finite():  # type: ignore[attr-defined]
+            raise TypeError(f"cannot write {value!r} as xsd:decimal (not a finite number)")
+        # str() would give '1E-9', which is not xsd:decimal's lexical form: write it positionally
+        return f'"{format(value, "f")}"^^<{XSD}decimal>'
     if t is _dt.datetime:
         return f'"{value.isoformat()}"^^<{XSD}dateTime>'  # type: ignore[attr-defined]
     if t is _dt.date:

@@ -172,7 +172,8 @@ def write(section: dict[str, Any], ctx: ImportContext) -> None:
         add(node, PG.text, text)
         number = text.rstrip("%").split("/")[0].replace(",", "").strip()
         with contextlib.suppress(InvalidOperation):
-            add(node, PG.value, Decimal(number))
+            if (value := Decimal(number)).is_finite():  # "NaN" is a text, not a value
+                add(node, PG.value, value)
         add(node, PG.registryStatus, v.get("status", "current"))
         for alias in v.get("aliases", []):
             add(node, PG.alias, alias)
