@@ -196,9 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     heading(
         6,
         "The audit report and the picture of the graph",
-        "report.html is self-contained (open it offline): gate by clause, violations with their "
-        "remedies, the accounting panels (views, outputs, complete blocks), reported against "
-        "recomputed statistics and every claim's status. graph.svg draws the graph by state "
+        "report.html is self-contained (open it offline): gate by clause, each clause a section "
+        "that folds (open when it fails) with a picture of the nodes its violations touch, a "
+        "filter box, the first 10 violations of each rule with 'show all', the accounting "
+        "panels (views, outputs, complete blocks), reported against recomputed statistics and "
+        "every claim's status with its reason. graph.svg draws the whole graph by state "
         "(intended, executed, observed, analyzed, reported, released), failing nodes in red.",
     )
     report_html = out / "report.html"
