@@ -69,12 +69,13 @@ def first_json_object(path: Path) -> dict[str, Any] | None:
     """The first JSON object of a JSON Lines file, for detection (None if it has none).
 
     Lines are read whole up to :data:`MAX_RECORD_BYTES` (a first record over 64 KiB is still
-    recognised); a bad line among the first :data:`_DETECT_LINES` is passed over, so one bad
-    first record does not make the whole file unrecognised.
+    recognised); a bad line among the first :data:`_DETECT_LINES` is passed over, and one over
+    the limit is read through up to :data:`DETECT_SKIP_BYTES`, so one bad first record does not
+    make the whole file unrecognised.
     """
     try:
         with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
-            lines = _bounded_lines(fh, max_skip=MAX_RECORD_BYTES)
+            lines = _bounded_lines(fh, max_skip=DETECT_SKIP_BYTES)
             for _, line, error in itertools.islice(lines, _DETECT_LINES):
                 if error or not line.strip() or "\x00" in line or _undecodable(line):
                     continue
@@ -89,6 +90,10 @@ def first_json_object(path: Path) -> dict[str, Any] | None:
 
 
 _DETECT_LINES = 20
+#: How far detection reads through over-long lines before it gives up on a file (in 1 MiB
+#: chunks, so memory stays bounded): a first record a little over the record limit is one
+#: rejected record of a recognised file, not a file of unknown format.
+DETECT_SKIP_BYTES = 4 * MAX_RECORD_BYTES
 
 
 def _bounded_lines(
