@@ -35,7 +35,13 @@ def command(app: App, a: str, b: str, fmt: str) -> int:
         return ExitCode.OK
     doc = found.to_dict()
     out.print(f"A = {doc['a']['id']}, B = {doc['b']['id']}", markup=False)
-    for section in ("numbers", "names"):
+    if doc["texts_not_read"]:
+        out.print(
+            f"numbers and names: not compared: the texts of {', '.join(doc['texts_not_read'])} were "
+            "not read (of a git repository only the release tag's are, [release].version)",
+            markup=False,
+        )
+    for section in ("numbers", "names") if not doc["texts_not_read"] else ():
         table = Table("change", "file", "line in A", "A", "line in B", "B", box=None)
         for c in doc[section]:
             cells = [c["change"], c["member"]]

@@ -43,6 +43,7 @@ class Diff:
     numbers: list[Change]
     names: list[Change]
     files: list[FileChange]
+    unread: list[str]  # ids of the releases whose texts were not read: numbers and names not compared
 
     def to_dict(self) -> dict[str, Any]:
         """The documented ``diff --format json`` document."""
@@ -75,6 +76,7 @@ class Diff:
             "numbers": changes(self.numbers, True),
             "names": changes(self.names, False),
             "files": [{"change": f.change, "path": f.path, "a": f.a, "b": f.b} for f in self.files],
+            "texts_not_read": self.unread,
             "counts": {
                 "numbers": len(self.numbers),
                 "names": len(self.names),
@@ -90,6 +92,12 @@ def diff_releases(store: Store, a: str, b: str) -> Diff:
 
 
 def compare(left: Contents, right: Contents) -> Diff:
+    """The changes from ``left`` to ``right``; numbers and names only when both texts were read
+    (an older git tag's were not: every number would look as if it appeared)."""
+    unread = [c.release.id for c in (left, right) if not c.texts_read]
+    if unread:
+        left = Contents(left.release, left.files, [], [], False)
+        right = Contents(right.release, right.files, [], [], False)
     numbers = _items(left.numbers, right.numbers, lambda i: i.text, lambda i: (i.line, _shape(i.text)))
     names = _items(left.names, right.names, lambda i: (i.key, i.text), lambda i: (i.line, i.key))
     files = []
@@ -101,7 +109,7 @@ def compare(left: Contents, right: Contents) -> Diff:
             files.append(FileChange("appeared", path, None, y))
         elif x != y:
             files.append(FileChange("changed", path, x, y))
-    return Diff(left.release, right.release, numbers, names, files)
+    return Diff(left.release, right.release, numbers, names, files, unread)
 
 
 def _shape(text: str) -> str:

@@ -65,6 +65,7 @@ class Contents:
     files: dict[str, str | None]  # member path -> sha256 (None for a link)
     numbers: list[Item]
     names: list[Item]
+    texts_read: bool  # False for a git tag other than the release tag: its texts were not read
 
 
 def releases(store: Store) -> list[Release]:
@@ -119,7 +120,13 @@ def contents(store: Store, release: Release) -> Contents:
         bind,
     ):
         files[row["p"].value] = row["s"].value if row["s"] else None  # type: ignore[union-attr]
-    return Contents(release, files, _numbers(store, bind), _names(store, bind))
+    read = release.kind == "archive" or store.ask(
+        _PREFIX + "ASK { ?h pg:containsMember ?m . ?m pg:path ?p FILTER(STRENDS(?p, ?at)) }",
+        {**bind, "at": ox.Literal(f"@{release.tag}")},
+    )
+    if not read:
+        return Contents(release, files, [], [], False)
+    return Contents(release, files, _numbers(store, bind), _names(store, bind), True)
 
 
 def _numbers(store: Store, bind: dict) -> list[Item]:
