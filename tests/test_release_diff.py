@@ -120,7 +120,8 @@ def test_the_table_names_both_releases_and_an_unknown_name_lists_the_known_ones(
     done = cli("-C", str(pilot), "diff", "1.0", CORRECTED_ZIP)
     assert (done.code, done.out) == (2, "")
     assert done.err.strip().splitlines() == [
-        f"provgraph: error: 1.0: no such release; known releases: archive:{CORRECTED_ZIP}, archive:{STALE_ZIP}"
+        "provgraph: error: 1.0: no such release; known releases: "
+        f"archive:{CORRECTED_ZIP}, archive:{STALE_ZIP}"
     ]
 
 
