@@ -214,3 +214,34 @@ def test_ingest_importer_git_dot_reads_the_history_of_a_root_repository(tmp_path
     assert (sources["."], sources["README.md"]) == ("git", "texts")
     code, text = run_cli("-C", str(root), "diff", "v1.1", "tag:v1.1", "--format", "json")
     assert (code, json.loads(text)["files"], json.loads(text)["texts_not_read"]) == (0, [], [])
+
+
+def test_lineage_at_a_release_traces_only_what_that_release_writes(pilot: Path) -> None:
+    """``lineage --at``: the stale Q of the audit's zip is in that release and not in the next."""
+    registry = tomllib.loads((pilot / "provgraph.toml").read_text())["release"]["values"]
+    stale_q = next(
+        v["value"] for v in registry if v["name"] == "cochran_q" and v.get("status") == "superseded"
+    )
+    old = zip_texts(pilot / STALE_ZIP)
+    where = sorted(
+        f"{STALE_ZIP}!/{member}:{n}"
+        for member, data in old.items()
+        if member.endswith((".md", ".tex"))
+        for n, line in enumerate(data.decode().splitlines(), start=1)
+        if stale_q in line
+    )
+    code, text = run_cli(
+        "-C", str(pilot), "lineage", stale_q, "--no-check", "--format", "json", "--at", STALE_ZIP
+    )
+    doc = json.loads(text)
+    located = sorted(next(n["location"] for n in m["nodes"] if n["iri"] == m["root"]) for m in doc["matches"])
+    assert (code, doc["release"], located) == (0, f"archive:{STALE_ZIP}", where)
+    assert {m["status"] for m in doc["matches"]} == {"withdrawn"}  # a superseded value
+    code, everywhere = run_cli("-C", str(pilot), "lineage", stale_q, "--no-check", "--format", "json")
+    assert len(json.loads(everywhere)["matches"]) > len(where)  # the registry value too
+    code, text = run_cli("-C", str(pilot), "lineage", stale_q, "--no-check", "--at", "cxr-pilot-1.1.0")
+    assert (code, text.strip()) == (
+        1,
+        f"{stale_q} at archive:{CORRECTED_ZIP}: matches no node, claim, reported value or statistic "
+        "in the release",
+    )

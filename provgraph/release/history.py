@@ -27,6 +27,7 @@ from provgraph.rdf.vocab import PG_NS
 from provgraph.store.base import Store
 
 _PREFIX = f"PREFIX pg: <{PG_NS}>\n"
+_STATUS_ORDER = ("current", "withdrawn", "superseded")
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,14 @@ def contents(store: Store, release: Release) -> Contents:
     return Contents(release, files, _numbers(store, bind), _names(store, bind), True)
 
 
+def holds(store: Store, release: Release, iri: str) -> bool:
+    """Whether the node ``iri`` is one of the release's files, or a claim or mention in one."""
+    return store.ask(
+        _PREFIX + "ASK { ?h pg:containsMember ?m . FILTER(?m = ?x || EXISTS { ?x pg:sourceFile ?m }) }",
+        {"h": ox.NamedNode(release.holder), "x": ox.NamedNode(iri)},
+    )
+
+
 def _numbers(store: Store, bind: dict) -> list[Item]:
     rows = store.select(
         _PREFIX + "SELECT ?c ?p ?l ?t ?ctx ?sn ?st WHERE { ?h pg:containsMember ?m . "
@@ -153,7 +162,8 @@ def _numbers(store: Store, bind: dict) -> list[Item]:
             claims[key][5].add(r["st"].value)  # type: ignore[union-attr]
     items = []
     for iri, (member, line, text, context, stat, statuses) in claims.items():
-        status = "current" if "current" in statuses else (min(statuses) if statuses else "unregistered")
+        # a value both current and superseded under two names is current; withdrawn outranks superseded
+        status = next((s for s in _STATUS_ORDER if s in statuses), min(statuses, default="unregistered"))
         items.append(Item(member, line, text, _column(context, text, iri), stat, status))
     return sorted(items, key=lambda i: (i.member, i.line, i.column))
 
