@@ -27,7 +27,7 @@ def command(app: App, a: str, b: str, fmt: str) -> int:
     the known releases. Exit 0 whatever changed: a diff is not a gate.
     """
     # lazy: only the command that runs loads its engine (start-up time)
-    from provgraph.release.diff import diff_releases
+    from provgraph.lineage.releasediff import diff_releases
 
     found = diff_releases(app.open_store(), a, b)
     if fmt == "json":

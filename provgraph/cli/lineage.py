@@ -72,7 +72,7 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int, rel
     label, scope = target, {}
     if release is not None:
         # lazy: only the command that runs loads its engine (start-up time)
-        from provgraph.release.history import find_release, holds
+        from provgraph.lineage.history import find_release, holds
 
         at = find_release(store, release)  # an unknown name is an error before any tracing
         matches = [iri for iri in matches if holds(store, at, iri)]

@@ -1,6 +1,6 @@
 """What changed between two releases: numbers, names and files, with file:line on both sides.
 
-Read from the store (:mod:`provgraph.release.history`), never from the files again. Within one
+Read from the store (:mod:`provgraph.lineage.history`), never from the files again. Within one
 file of the release (the same member path in both), numbers and names written in both are
 unchanged (one occurrence each, the same line first); what is left is paired on the same line
 in reading order (a changed value: ``123.02`` became ``121.95``; a changed name: ``GPT-4V``
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from provgraph.release.history import Contents, Item, Release, contents, find_release
+from provgraph.lineage.history import Contents, Item, Release, contents, find_release
 from provgraph.store.base import Store
 
 
