@@ -14,6 +14,7 @@ written with :mod:`zipfile` as a release archive is.
 from __future__ import annotations
 
 import hashlib
+import html
 import io
 import json
 import re
@@ -197,6 +198,13 @@ def test_tags_of_a_nested_repository_are_releases_compared_with_an_archive(tmp_p
             "b": hashlib.sha256(b"# Paper\n\nWe report Q = 182.29 here.\n").hexdigest(),
         }
     ]
+    # the report's release section: the contract's release (v1.1) against the tag before it
+    page = tmp_path / "report.html"
+    code, _ = run_cli("-C", str(root), "report", "-o", str(page), "--no-record")
+    shown = page.read_text()
+    assert code == 0
+    assert "From <code>tag:paper@v1.0</code> (A) to <code>tag:paper@v1.1</code> (B)" in shown
+    assert [r[:2] for r in release_rows(shown, "files")] == [["changed", "README.md"]]
 
 
 @NEEDS_GIT
@@ -244,4 +252,54 @@ def test_lineage_at_a_release_traces_only_what_that_release_writes(pilot: Path) 
         1,
         f"{stale_q} at archive:{CORRECTED_ZIP}: matches no node, claim, reported value or statistic "
         "in the release",
+    )
+
+
+def release_rows(page: str, table: str) -> list[list[str]]:
+    """The cells of one of the report's release tables (tags stripped, entities unescaped)."""
+    body = page.split(f"id='release-diff-{table}'", 1)[1].split("</tbody>", 1)[0]
+    rows = re.findall(r"<tr>(.*?)</tr>", body.split("<tbody>", 1)[1], flags=re.S)
+    return [
+        [
+            html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+            for cell in re.findall(r"<td[^>]*>(.*?)</td>", r)
+        ]
+        for r in rows
+    ]
+
+
+def test_the_report_shows_the_changes_since_the_previous_release(pilot: Path, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    code, text = run_cli(
+        "-C",
+        str(pilot),
+        "report",
+        "-o",
+        str(page),
+        "--no-record",
+        "--since",
+        STALE_ZIP,
+        "--release",
+        "cxr-pilot-1.1.0",
+    )
+    assert code == 0, text
+    code, text = run_cli("-C", str(pilot), "diff", STALE_ZIP, CORRECTED_ZIP, "--format", "json")
+    doc = json.loads(text)
+    html_page = page.read_text()
+    for table in ("numbers", "names"):
+        expected = [
+            [c["change"], c["member"]]
+            + [x for s in ("a", "b") for x in ((str(c[s]["line"]), c[s]["text"]) if c[s] else ("", ""))]
+            for c in doc[table]
+        ]
+        shown = [[cell.split(" (")[0] for cell in row] for row in release_rows(html_page, table)]  # no status
+        assert shown == expected, table
+    assert [r[:2] for r in release_rows(html_page, "files")] == [
+        [f["change"], f["path"]] for f in doc["files"]
+    ]
+    # without --release, the contract's own release (cxr-pilot-1.0.0) is not among the two zips
+    run_cli("-C", str(pilot), "report", "-o", str(page), "--no-record")
+    assert (
+        "Not shown: the contract's release is not in the store (looked for: cxr-pilot-1.0.0"
+        in page.read_text()
     )

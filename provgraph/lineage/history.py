@@ -111,6 +111,46 @@ def find_release(store: Store, name: str) -> Release:
     raise UsageError(f"{shown}: no such release; known releases: {listing}")
 
 
+def contract_release(store: Store) -> tuple[Release | None, list[str]]:
+    """The release the contract's ``[release]`` names, and the names it was looked for by: the
+    archive ``release build`` writes (``NAME-VERSION``, the name made safe as the builder does),
+    else the tag ``vVERSION`` or ``VERSION``."""
+    rows = store.select(
+        _PREFIX + "SELECT ?n ?v WHERE { ?s a pg:ReleaseSpec ; pg:version ?v OPTIONAL { ?s pg:name ?n } }"
+    )
+    if not rows:
+        return None, []
+    name = rows[0]["n"].value if rows[0]["n"] else ""  # type: ignore[union-attr]
+    version = rows[0]["v"].value  # type: ignore[union-attr]
+    safe = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in name)
+    wanted = ([f"{safe}-{version}"] if safe else []) + [f"v{version}", version]
+    known = releases(store)
+    for want in wanted:
+        hits = [r for r in known if want in r.names]
+        if len(hits) == 1:
+            return hits[0], wanted
+    return None, wanted
+
+
+def previous_release(store: Store, current: Release) -> Release | None:
+    """The nearest tag of the same repository whose commit is an ancestor of ``current``'s
+    (None for an archive: nothing in the store orders archives; name one with ``report --since``).
+
+    Ancestry, not commit time: two commits of one scripted session share their second."""
+    if current.kind != "tag":
+        return None
+    ancestry = _PREFIX + "SELECT DISTINCT ?a WHERE { ?c pg:parentCommit+ ?a }"
+    before = {r["a"].value for r in store.select(ancestry, {"c": ox.NamedNode(current.holder)})}  # type: ignore[union-attr]
+    earlier = [
+        r
+        for r in releases(store)
+        if r.kind == "tag" and r.repository == current.repository and r.holder in before
+    ]
+    # the nearest has the most ancestors of its own (each earlier candidate is among them)
+    depth = {r.holder: len(store.select(ancestry, {"c": ox.NamedNode(r.holder)})) for r in earlier}
+    return max(earlier, key=lambda r: (depth[r.holder], r.tag), default=None)
+
+
 def contents(store: Store, release: Release) -> Contents:
     """The files, numbers and names of one release, read from the store."""
     bind = {"h": ox.NamedNode(release.holder)}
