@@ -102,7 +102,9 @@ def test_diff_of_the_stale_and_the_corrected_release_lists_exactly_what_changed(
     registry = tomllib.loads((pilot / "provgraph.toml").read_text())["release"]["values"]
     superseded = {v["value"] for v in registry if v.get("status") == "superseded"}
     stale_sides = [c["a"] for c in doc["numbers"] if c["a"]]
-    assert {s["text"] for s in stale_sides if s["status"] == "superseded"} == superseded
+    assert {s["text"] for s in stale_sides if s["registry"] == "superseded"} == superseded
+    # and lineage withdraws a claim of a superseded value (README "Release": claim status)
+    assert {s["status"] for s in stale_sides if s["registry"] == "superseded"} == {"withdrawn"}
     # files: the members whose bytes differ, and the SHA256SUMS only the corrected zip has
     digest = {k: hashlib.sha256(v).hexdigest() for k, v in old.items()}
     digest_new = {k: hashlib.sha256(v).hexdigest() for k, v in new.items()}

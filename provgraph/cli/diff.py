@@ -19,7 +19,9 @@ from provgraph.errors import ExitCode
 @pass_app
 def command(app: App, a: str, b: str, fmt: str) -> int:
     """List what changed from release A to release B: the numbers their texts write (with
-    their registry status), the registry names they mention, and their files (SHA-256),
+    their claim status from the last recorded check, as `lineage --no-check` gives it, and the
+    registry status of the value each matches), the registry names they mention, and their
+    files (SHA-256),
     each changed, appeared or disappeared, with file:line on both sides.
 
     A and B name releases in the store: a released archive (its path, file name or release
@@ -46,7 +48,8 @@ def command(app: App, a: str, b: str, fmt: str) -> int:
         for c in doc[section]:
             cells = [c["change"], c["member"]]
             for side in (c["a"], c["b"]):
-                status = f" ({side['status']})" if side and side.get("status") else ""
+                status = ", ".join(side[k] for k in ("status", "registry") if side and side.get(k))
+                status = f" ({status})" if status else ""
                 cells += ["", ""] if side is None else [str(side["line"]), f"{side['text']}{status}"]
             table.add_row(*cells)
         _section(section, doc[section], table)

@@ -57,7 +57,8 @@ class Item:
     text: str
     column: int  # where on the line (orders the items of a line)
     key: str | None  # a number's statistic name, a name's registry entity key
-    status: str | None = None  # a number's registry status: current, superseded, unregistered
+    registry: str | None = None  # a number's registry status: current, superseded, unregistered
+    iri: str = ""  # the claim or mention node
 
 
 @dataclass
@@ -204,7 +205,7 @@ def _numbers(store: Store, bind: dict) -> list[Item]:
     for iri, (member, line, text, context, stat, statuses) in claims.items():
         # a value both current and superseded under two names is current; withdrawn outranks superseded
         status = next((s for s in _STATUS_ORDER if s in statuses), min(statuses, default="unregistered"))
-        items.append(Item(member, line, text, _column(context, text, iri), stat, status))
+        items.append(Item(member, line, text, _column(context, text, iri), stat, status, iri))
     return sorted(items, key=lambda i: (i.member, i.line, i.column))
 
 
@@ -222,6 +223,7 @@ def _names(store: Store, bind: dict) -> list[Item]:
             r["t"].value,  # type: ignore[union-attr]
             _column(r["ctx"].value if r["ctx"] else "", r["t"].value, r["c"].value),  # type: ignore[union-attr]
             r["k"].value if r["k"] else r["e"].value,  # type: ignore[union-attr]
+            iri=r["c"].value,  # type: ignore[union-attr]
         )
         for r in rows
     ]

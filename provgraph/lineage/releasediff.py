@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from provgraph.lineage.history import Contents, Item, Release, contents, find_release
+from provgraph.lineage.trace import trace
 from provgraph.store.base import Store
 
 
@@ -44,6 +45,7 @@ class Diff:
     names: list[Change]
     files: list[FileChange]
     unread: list[str]  # ids of the releases whose texts were not read: numbers and names not compared
+    statuses: dict[str, str] = field(default_factory=dict)  # claim IRI -> its lineage claim status
 
     def to_dict(self) -> dict[str, Any]:
         """The documented ``diff --format json`` document."""
@@ -56,7 +58,10 @@ class Diff:
                 "line": item.line,
                 "text": item.text,
             }
-            doc.update({"status": item.status, "statistic": item.key} if number else {"entity": item.key})
+            if number:
+                doc.update(registry=item.registry, status=self.statuses.get(item.iri), statistic=item.key)
+            else:
+                doc["entity"] = item.key
             return doc
 
         def changes(found: list[Change], number: bool) -> list[dict[str, Any]]:
@@ -88,7 +93,17 @@ class Diff:
 def diff_releases(store: Store, a: str, b: str) -> Diff:
     """Compare the releases ``a`` and ``b`` name (see :func:`find_release`)."""
     left, right = contents(store, find_release(store, a)), contents(store, find_release(store, b))
-    return compare(left, right)
+    found = compare(left, right)
+    found.statuses = claim_statuses(store, found)
+    return found
+
+
+def claim_statuses(store: Store, found: Diff) -> dict[str, str]:
+    """The lineage claim status (retained .. withdrawn) of every number the diff lists, from
+    the last recorded check, as ``provgraph lineage --no-check`` gives it; one trace per listed
+    number, so the cost follows what changed, not the size of the releases."""
+    listed = {i.iri for c in found.numbers for i in (c.a, c.b) if i is not None}
+    return {iri: trace(store, iri).status for iri in sorted(listed)}
 
 
 def compare(left: Contents, right: Contents) -> Diff:

@@ -9,7 +9,7 @@ tag, the tag of the same repository committed before it. The tables are those of
 from __future__ import annotations
 
 from provgraph.lineage.history import contents, contract_release, find_release, previous_release, releases
-from provgraph.lineage.releasediff import Diff, compare
+from provgraph.lineage.releasediff import Diff, claim_statuses, compare
 from provgraph.report.markup import esc
 from provgraph.store.base import Store
 
@@ -32,6 +32,7 @@ def release_section(store: Store, since: str | None = None, release: str | None 
             "RELEASE</code>; archives carry no order)."
         )
     found = compare(contents(store, previous), contents(store, current))
+    found.statuses = claim_statuses(store, found)  # the report ran the check: current statuses
     return _section(found)
 
 
@@ -72,7 +73,8 @@ def _section(found: Diff) -> str:
 def _side(side: dict | None) -> str:
     if side is None:
         return "<td></td><td></td>"
-    status = f" <span class='sub'>({esc(side['status'])})</span>" if side.get("status") else ""
+    status = ", ".join(side[k] for k in ("status", "registry") if side.get(k))
+    status = f" <span class='sub'>({esc(status)})</span>" if status else ""
     return f"<td class='num'>{side['line']}</td><td>{esc(side['text'])}{status}</td>"
 
 
