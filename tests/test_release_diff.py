@@ -305,3 +305,23 @@ def test_the_report_shows_the_changes_since_the_previous_release(pilot: Path, tm
         "Not shown: the contract's release is not in the store (looked for: cxr-pilot-1.0.0"
         in page.read_text()
     )
+
+
+def test_a_release_build_output_is_a_release(tmp_path: Path, cli) -> None:
+    """``release build`` on the clean twin writes dist/cxr-pilot-1.1.0.zip; once ingested it is
+    a release like the zip the generator published, with the same members' bytes."""
+    root = gen.generate(tmp_path / "clean", "clean")
+    assert cli("-C", str(root), "-q", "release", "build").code == 0
+    assert cli("-C", str(root), "-q", "ingest").code == 0
+    built, published = "archive:dist/cxr-pilot-1.1.0.zip", f"archive:{CORRECTED_ZIP}"
+    done = cli("-C", str(root), "diff", published, built, "--format", "json")
+    members = {k: v for k, v in zip_texts(root / CORRECTED_ZIP).items() if k != "SHA256SUMS"}
+    assert members == {
+        k: v for k, v in zip_texts(root / "dist/cxr-pilot-1.1.0.zip").items() if k != "SHA256SUMS"
+    }
+    assert (done.code, json.loads(done.out)["counts"]) == (0, {"numbers": 0, "names": 0, "files": 0})
+    done = cli("-C", str(root), "diff", "cxr-pilot-1.1.0", built)
+    assert (done.code, done.err.strip()) == (
+        2,
+        f"provgraph: error: cxr-pilot-1.1.0 names several releases: {built}, {published}; use the id",
+    )
