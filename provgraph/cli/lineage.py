@@ -33,8 +33,15 @@ from provgraph.errors import ExitCode
     show_default=True,
     help="Stop tracing after this many nodes (the status is then at least unverifiable).",
 )
+@click.option(
+    "--at",
+    "release",
+    metavar="RELEASE",
+    help="Only what one release holds: its files and the claims and mentions in them "
+    "(a release as `provgraph diff` names it: archive path or name, tag, or id).",
+)
 @pass_app
-def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int) -> int:
+def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int, release: str | None) -> int:
     """Trace TARGET back to its source files and give its claim status.
 
     TARGET is a number as written (182.29, 26/45, 17%), FILE:LINE (README.md:12, or
@@ -62,24 +69,32 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int) -> 
         run_gate(store, load_rules())
     base = base_iri(store)
     matches = resolve(store, target, base)
+    label, scope = target, {}
+    if release is not None:
+        # lazy: only the command that runs loads its engine (start-up time)
+        from provgraph.lineage.history import find_release, holds
+
+        at = find_release(store, release)  # an unknown name is an error before any tracing
+        matches = [iri for iri in matches if holds(store, at, iri)]
+        label, scope = f"{target} at {at.id}", {"release": at.id}
     if not matches:
-        shown = target if target.isprintable() else repr(target)  # a tab or newline: still one line
+        shown = label if label.isprintable() else repr(label)  # a tab or newline: still one line
+        where = "in the release" if scope else "in the store"
         if fmt == "json":  # scripts parse stdout whatever the outcome
-            click.echo(json.dumps({"target": target, "matches": []}, indent=2))
-            err.print(
-                f"{shown}: matches no node, claim, reported value or statistic in the store", markup=False
-            )
+            click.echo(json.dumps({"target": target, **scope, "matches": []}, indent=2))
+            err.print(f"{shown}: matches no node, claim, reported value or statistic {where}", markup=False)
             return ExitCode.VIOLATIONS
-        click.echo(f"{shown}: matches no node, claim, reported value or statistic in the store")
+        click.echo(f"{shown}: matches no node, claim, reported value or statistic {where}")
         return ExitCode.VIOLATIONS
     lineages = [trace(store, iri, max_nodes) for iri in matches]
     if fmt == "json":
-        click.echo(json.dumps({"target": target, "matches": [lin.to_dict() for lin in lineages]}, indent=2))
+        doc = {"target": target, **scope, "matches": [lin.to_dict() for lin in lineages]}
+        click.echo(json.dumps(doc, indent=2))
     elif fmt == "dot":
         click.echo("".join(render_dot(lin, base) for lin in lineages), nl=False)
     else:
         if len(lineages) > 1:
-            out.print(f"{target} matches {len(lineages)} nodes:", markup=False)
+            out.print(f"{label} matches {len(lineages)} nodes:", markup=False)
             for lin in lineages:
                 node = lin.nodes[lin.root]
                 loc = f" [{node.location}]" if node.location else ""

@@ -31,6 +31,16 @@ from provgraph.errors import ExitCode, ProvgraphError
     is_flag=True,
     help="Exit as `provgraph check` does: 1 when the gate fails (default: 0 once the report is written).",
 )
+@click.option(
+    "--since",
+    metavar="RELEASE",
+    help="The previous release to show the changes since (default: for a git tag, the tag before).",
+)
+@click.option(
+    "--release",
+    metavar="RELEASE",
+    help="The release whose changes to show (default: the one [release] names, NAME-VERSION or vVERSION).",
+)
 @pass_app
 def command(
     app: App,
@@ -40,6 +50,8 @@ def command(
     no_record: bool,
     rules_dir: Path | None,
     gate: bool,
+    since: str | None,
+    release: str | None,
 ) -> int:
     """Write the audit report: gate by clause, violations with remedies, accounting plots,
     reported vs recomputed statistics, claim statuses and reasons, a lineage picture per clause.
@@ -66,7 +78,11 @@ def command(
         except ProvgraphError:  # no bundle: --store alone
             output = Path.cwd() / "provgraph-report.html"
     page = build_report(
-        store, check, ReportOptions(limit=None if all_violations else 200, graph=not no_graph)
+        store,
+        check,
+        ReportOptions(
+            limit=None if all_violations else 200, graph=not no_graph, since=since, release=release
+        ),
     )
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(page, encoding="utf-8")

@@ -24,6 +24,7 @@ from provgraph.report.markup import esc, stylesheet
 from provgraph.report.names import readable_names
 from provgraph.report.panels import accounting_section, claims_section, statistics_section
 from provgraph.report.pictures import clause_picture
+from provgraph.report.releases import release_section
 from provgraph.report.violations import script, violations_section
 from provgraph.rules.formats import gate_line
 from provgraph.rules.rule import CLAUSES
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 class ReportOptions:
     limit: int | None = 200  # violations listed per rule (None: all)
     graph: bool = True  # the clauses' lineage pictures
+    since: str | None = None  # the previous release (default: the tag before the release's)
+    release: str | None = None  # the release (default: the one the contract names)
 
 
 def build_report(store: Store, check: CheckReport, options: ReportOptions | None = None) -> str:
@@ -58,6 +61,7 @@ def build_report(store: Store, check: CheckReport, options: ReportOptions | None
         accounting_section(store),
         statistics_section(store),
         claims_section(store),
+        release_section(store, options.since, options.release),
         nodes_section(store, check, listed, names),
         _footer(store),
     ]
@@ -105,6 +109,7 @@ def _nav() -> str:
         ("accounting", "Accounting"),
         ("statistics", "Statistics"),
         ("claims", "Claims"),
+        ("release-diff", "Release changes"),
         ("nodes", "Focus nodes"),
     ]
     items = " ".join(f'<a href="#{k}">{v}</a>' for k, v in links)
