@@ -178,3 +178,59 @@ def test_stage_status_equals_dvc_status(built: Path, tmp_path: Path, scenario: s
     expected = _dvc_status(root, stages)
     assert provgraph_status(root) == expected
     assert bool(expected) == (scenario != "clean")
+
+
+def test_dvc_lock_of_a_nested_repository_is_read(tmp_path: Path) -> None:
+    """example-get-started cloned into a subfolder of the bundle (its own git repository, its
+    own .dvc/): the git importer reads the repository and the dvclock importer its dvc.lock,
+    with the subfolder as the DVC root (issue 19: the lock was not read)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    (tmp_path / "provgraph.toml").write_text(RELEASE, encoding="utf-8")
+    nested = shutil.copytree(PROJECT, tmp_path / "vendor" / "get-started")
+    (nested / ".dvc").mkdir()
+    _run(nested, "git", "init", "-q")
+    ingested = ingest_bundle(tmp_path)
+    importers = {r.rel: r.importer for r in ingested.results}
+    assert importers["vendor/get-started/dvc.lock"] == "dvclock"
+    assert importers["vendor/get-started"] == "git"
+    outs = ingested.store.select(
+        PG + 'SELECT ?p WHERE { ?o a pg:BuildOutput ; pg:path ?p ; pg:dvcStatus "not in cache" }'
+    )
+    assert "vendor/get-started/model.pkl" in {str(r["p"].value) for r in outs}
+
+
+@pytest.mark.parametrize(
+    ("scenario", "message"),
+    [
+        (
+            "params changed",
+            "model.pkl is stale: changed params: params.yaml train.n_est modified since the build "
+            "(dvc status) (build record dvc.lock:",
+        ),
+        (
+            "code changed",
+            "model.pkl is stale: its script src/train.py no longer matches the recorded md5 "
+            "(dvc status: changed deps: src/train.py modified) (build record dvc.lock:",
+        ),
+        (
+            "command changed",
+            "eval/metrics.json is stale: changed command (the cmd of dvc.yaml differs from dvc.lock's; "
+            "dvc status) (build record dvc.lock:",
+        ),
+    ],
+)
+def test_stale_artifact_says_what_dvc_status_says(
+    built: Path, tmp_path: Path, scenario: str, message: str
+) -> None:
+    """The release rule names the change in `dvc status`'s words, on the pipeline real DVC
+    reproduced; a changed param or command makes the stage's outputs stale as DVC says."""
+    root = shutil.copytree(built, tmp_path / "repo", symlinks=True)
+    _edit(root, scenario)
+    (root / "provgraph.toml").write_text(RELEASE, encoding="utf-8")
+    store = ingest_bundle(root).store
+    report = run_gate(store, load_rules(), explicit=True, record=False)
+    (result,) = [r for r in report.results if r.rule.id == "release-stale-artifact"]
+    found = [v.message for v in result.violations]
+    assert [m for m in found if m.startswith(message)], found
+    assert scenario == "code changed" or all("changed deps" not in m for m in found)
