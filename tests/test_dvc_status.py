@@ -234,3 +234,21 @@ def test_stale_artifact_says_what_dvc_status_says(
     found = [v.message for v in result.violations]
     assert [m for m in found if m.startswith(message)], found
     assert scenario == "code changed" or all("changed deps" not in m for m in found)
+
+
+def test_unreadable_dvc_yaml_and_foreach_are_problems_not_failures(tmp_path: Path) -> None:
+    """A dvc.yaml that is not YAML costs only the status from it (the lock's own deps and outs
+    are still checked); a ``foreach`` stage (DVC's dvc.yaml docs, "foreach stages") is named as
+    not evaluated. The lock is the real one of example-get-started."""
+    root = shutil.copytree(PROJECT, tmp_path / "p")
+    (root / ".dvc").mkdir()
+    (root / "provgraph.toml").write_text(RELEASE, encoding="utf-8")
+    (root / "dvc.yaml").write_text("stages: [1, 2\n", encoding="utf-8")
+    ingested = ingest_bundle(root)
+    (result,) = [r for r in ingested.results if r.rel == "dvc.lock"]
+    assert result.outcome == "imported"
+    assert [str(p).split(" (")[0] for p in result.problems] == ["dvc.lock: dvc.yaml beside it is unreadable"]
+    outs = ingested.store.select(PG + 'SELECT ?p WHERE { ?o pg:path ?p ; pg:dvcStatus "not in cache" }')
+    assert "model.pkl" in {str(r["p"].value) for r in outs}
+    spec = {"foreach": ["a", "b"], "do": {"cmd": "echo ${item}"}}
+    assert stage_status(root, "", "", spec, None) == "foreach/matrix stages are not expanded"
