@@ -252,3 +252,22 @@ def test_unreadable_dvc_yaml_and_foreach_are_problems_not_failures(tmp_path: Pat
     assert "model.pkl" in {str(r["p"].value) for r in outs}
     spec = {"foreach": ["a", "b"], "do": {"cmd": "echo ${item}"}}
     assert stage_status(root, "", "", spec, None) == "foreach/matrix stages are not expanded"
+
+
+def test_unreadable_params_file_is_named_in_the_stale_message(tmp_path: Path) -> None:
+    """A params.yaml that is not YAML: no recorded value can be confirmed, so the stage's outputs
+    are stale and the message names the file and why (example-get-started's real lock, with
+    model.pkl present)."""
+    root = shutil.copytree(PROJECT, tmp_path / "p")
+    (root / ".dvc").mkdir()
+    (root / "provgraph.toml").write_text(RELEASE, encoding="utf-8")
+    (root / "params.yaml").write_text("train: {seed: [1\n", encoding="utf-8")
+    (root / "model.pkl").write_bytes(b"model")
+    report = run_gate(ingest_bundle(root).store, load_rules(), explicit=True, record=False)
+    (result,) = [r for r in report.results if r.rule.id == "release-stale-artifact"]
+    found = [v.message for v in result.violations]
+    assert [
+        m
+        for m in found
+        if m.startswith("model.pkl is stale: changed params: params.yaml modified (unreadable: ")
+    ]

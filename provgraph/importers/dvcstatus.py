@@ -129,8 +129,9 @@ def _param_status(wdir: Path, spec: Any, recorded: Any) -> dict[str, Any]:
             continue
         try:
             actual = read_params(path)
-        except (ValueError, OSError):
-            status[name] = "modified"  # unreadable: DVC fails; nothing recorded can be confirmed
+        except (ValueError, OSError) as err:
+            # DVC stops here; no recorded value can be confirmed, so the file counts as modified
+            status[name] = f"modified (unreadable: {err})"
             continue
         info = recorded.get(name) if isinstance(recorded.get(name), dict) else {}
         names = keys or list(dict.fromkeys([*(actual or {}), *info]))
@@ -182,7 +183,7 @@ def stage_status(root: Path, wdir: str, project: str, spec: Any, lock: Any) -> S
             deps[path] = result.words[path] = word
             result.changes.append(f"changed deps: {path} {word}")
     for name, params in _param_status(base, spec.get("params"), lock.get("params")).items():
-        deps[name] = params
+        deps[name] = params if not isinstance(params, str) else params.split(" (")[0]
         detail = params if isinstance(params, str) else ", ".join(f"{k} {w}" for k, w in params.items())
         result.changes.append(f"changed params: {name} {detail}")
     outs: dict[str, str] = {}
