@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, ingest_bundle
 
-from provgraph.importers.dvcstatus import code_dep, read_params, stage_status
+from provgraph.importers.dvcstatus import code_dep, dvcfile_status, read_params, stage_status
 from provgraph.importers.dvcyaml import load
 from provgraph.lineage.gate import run_gate
 from provgraph.rules import load_rules
@@ -57,6 +57,13 @@ def provgraph_status(root: Path, project: str = "") -> dict[str, Any]:
         assert not isinstance(status, str), status
         if status.entries:
             found[name] = status.entries
+    for path in sorted(root.rglob("*.dvc")):  # what `dvc add` wrote: DVC addresses it by its path
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and not rel.startswith(".dvc/"):
+            status = dvcfile_status(root, rel, project)
+            assert not isinstance(status, str), status
+            if status.entries:
+                found[rel] = status.entries
     return found
 
 
@@ -113,10 +120,9 @@ def _run(cwd: Path, *args: str) -> str:
     return done.stdout
 
 
-def _dvc_status(cwd: Path, stages: set[str]) -> dict[str, Any]:
-    """``dvc status --json`` of the dvc.yaml stages (the data/data.xml.dvc entry left out)."""
-    found = json.loads(_run(cwd, DVC, "status", "--json") or "{}")
-    return {k: v for k, v in found.items() if k in stages}
+def _dvc_status(cwd: Path) -> dict[str, Any]:
+    """``dvc status --json``: every stage of dvc.yaml and every ``.dvc`` file."""
+    return json.loads(_run(cwd, DVC, "status", "--json") or "{}")
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +180,7 @@ def test_stage_status_equals_dvc_status(built: Path, tmp_path: Path, scenario: s
     root = tmp_path / "repo"
     shutil.copytree(built, root, symlinks=True)
     root = _edit(root, scenario)
-    stages = set(read_params(root / "dvc.yaml")["stages"])
-    expected = _dvc_status(root, stages)
+    expected = _dvc_status(root)
     assert provgraph_status(root) == expected
     assert bool(expected) == (scenario != "clean")
 
@@ -271,3 +276,17 @@ def test_unreadable_params_file_is_named_in_the_stale_message(tmp_path: Path) ->
         for m in found
         if m.startswith("model.pkl is stale: changed params: params.yaml modified (unreadable: ")
     ]
+
+
+def test_dvc_import_file_is_not_evaluated(tmp_path: Path) -> None:
+    """example-get-started's data/data.xml.dvc (a `dvc import` from iterative/dataset-registry,
+    its shape as that repository has it): its status needs the other repository, so none is
+    claimed."""
+    (tmp_path / "data.xml.dvc").write_text(
+        "md5: f5ea021eddd7b1df6de80b904cba1da6\nfrozen: true\ndeps:\n- path: get-started/data.xml\n"
+        "  repo:\n    url: https://github.com/iterative/dataset-registry\n"
+        "    rev_lock: f59388cd04276e75d70b2136597aaa27e7937cc3\nouts:\n"
+        "- md5: 22a1a2931c8370d3aeedd7183606fd7f\n  size: 14445097\n  hash: md5\n  path: data.xml\n",
+        encoding="utf-8",
+    )
+    assert dvcfile_status(tmp_path, "data.xml.dvc", "").startswith("a `dvc import`")

@@ -15,8 +15,9 @@ params come from ``dvc.yaml``, their recorded hashes and values from ``dvc.lock`
 :func:`stage_status` gives the stage's entries in the shape of ``dvc status --json``
 (``[{"changed deps": {...}}, {"changed outs": {...}}, "changed command"]``; DVC reports a
 changed param under "changed deps" as ``{"params.yaml": {"prepare.seed": "modified"}}``).
-Not handled (the stage's status is then None, with the reason): ``foreach`` / ``matrix``
-stages and ``${...}`` templating (DVC resolves them from params first), and ``.dvcignore``.
+:func:`dvcfile_status` does the same for a ``.dvc`` file that ``dvc add`` wrote. Not handled (the
+status is then the reason why not): ``foreach`` / ``matrix`` stages and ``${...}`` templating
+(DVC resolves them from params first), ``dvc import`` files, and ``.dvcignore``.
 """
 
 from __future__ import annotations
@@ -166,6 +167,10 @@ def stage_status(root: Path, wdir: str, project: str, spec: Any, lock: Any) -> S
     base = root / PurePosixPath(wdir) if wdir else root
     cache_root = root / PurePosixPath(project) if project else root
     result = StageStatus()
+
+    def shown(path: str) -> str:  # DVC names a dep or out by its path from the DVC root
+        return posixpath.relpath(joined(wdir, path), project or ".")
+
     recorded = {
         str(e.get("path")): e.get("md5")
         for key in ("deps", "outs")
@@ -180,10 +185,10 @@ def stage_status(root: Path, wdir: str, project: str, spec: Any, lock: Any) -> S
         path = entry[0]
         word = _workspace(base / PurePosixPath(path), recorded.get(path))
         if word:
-            deps[path] = result.words[path] = word
+            deps[shown(path)] = result.words[path] = word
             result.changes.append(f"changed deps: {path} {word}")
     for name, params in _param_status(base, spec.get("params"), lock.get("params")).items():
-        deps[name] = params if not isinstance(params, str) else params.split(" (")[0]
+        deps[shown(name)] = params if not isinstance(params, str) else params.split(" (")[0]
         detail = params if isinstance(params, str) else ", ".join(f"{k} {w}" for k, w in params.items())
         result.changes.append(f"changed params: {name} {detail}")
     outs: dict[str, str] = {}
@@ -200,7 +205,7 @@ def stage_status(root: Path, wdir: str, project: str, spec: Any, lock: Any) -> S
             else:
                 word = _workspace(base / PurePosixPath(path), md5)
             if word:
-                outs[path] = result.words[path] = word
+                outs[shown(path)] = result.words[path] = word
                 result.changes.append(f"changed outs: {path} {word}")
     if deps:
         result.entries.append({"changed deps": deps})
@@ -226,3 +231,24 @@ def joined(folder: str, *paths: str) -> str:
     """Bundle-relative join ("" for the bundle root)."""
     path = posixpath.normpath(posixpath.join(folder or ".", *paths))
     return "" if path == "." else path
+
+
+def dvcfile_status(root: Path, rel: str, project: str) -> StageStatus | str:
+    """``dvc status`` of a ``.dvc`` file (what ``dvc add`` writes: ``outs`` with their md5),
+    addressed by DVC as the file's path; ``rel`` is bundle-relative."""
+    path = root / PurePosixPath(rel)
+    try:
+        data = read_params(path)  # YAML (read_params reads any suffix but .json and .toml as YAML)
+    except (ValueError, OSError) as err:
+        return f"unreadable ({err})"
+    if not isinstance(data, dict):
+        return "expected a mapping with 'outs'"
+    if any(isinstance(e, dict) and "repo" in e for e in data.get("deps") or []):
+        return "a `dvc import` (its dep is another repository's file, which DVC checks over the network)"
+    spec = {
+        k: [e["path"] for e in data.get(k) or [] if isinstance(e, dict) and "path" in e]
+        for k in ("deps", "outs")
+    }
+    return stage_status(
+        root, posixpath.dirname(rel), project, spec, {k: data.get(k) for k in ("deps", "outs")}
+    )
