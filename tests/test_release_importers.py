@@ -89,11 +89,12 @@ def test_dvc_lock_md5_mismatch_and_directory_hash(tmp_path: Path) -> None:
     files["dvc.lock"] = dvc_lock("0" * 32, extra)
     store, _, _ = ingest_bundle(write_bundle(tmp_path / "b", files, RELEASE))
     assert sorted(stale(store)) == [
-        "fig.png is stale: its input data.csv no longer matches the recorded md5 (build record dvc.lock:3)",
+        "fig.png is stale: its input data.csv no longer matches the recorded md5 "
+        "(dvc status: changed deps: data.csv modified) (build record dvc.lock:3)",
         "t.csv is stale: the files of its input folder raw no longer hash to the recorded .dir md5 "
         "(one was added, removed or changed since the build; DVC's cached listing "
         ".dvc/cache/files/md5/ab/c.dir, which would say which, is not in the bundle) "
-        "(build record dvc.lock:15)",
+        "(dvc status: changed deps: raw modified) (build record dvc.lock:15)",
     ]
 
 
@@ -165,6 +166,7 @@ def test_dvc_folder_with_cached_listing_names_the_changed_file(tmp_path: Path, c
     ]
     assert sorted(stale(store)) == [
         f"out/{name} is stale: its input raw/sub/b.csv no longer matches the recorded md5 "
+        "(dvc status: changed deps: raw modified) "
         "(build record dvc.lock:3)"
         for name in ("a.csv", "sub/b.csv")
     ]

@@ -26,7 +26,7 @@ import datetime as dt
 import hashlib
 import json
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from provgraph.evidence.dvcdir import folder_listing
@@ -45,6 +45,18 @@ class Recorded:
     sha256: str | None = None
     md5: str | None = None
     size: int | None = None
+
+
+@dataclass
+class StageStatus:
+    """One stage as ``dvc status`` sees it (computed by :mod:`provgraph.importers.dvcstatus`)."""
+
+    #: the stage's entries as ``dvc status --json`` lists them ([] when up to date)
+    entries: list[Any] = field(default_factory=list)
+    #: dep or out path as written -> DVC's word for it ("modified", "deleted", "not in cache", "new")
+    words: dict[str, str] = field(default_factory=dict)
+    #: one line per change in DVC's words, e.g. "changed params: params.yaml prepare.seed modified"
+    changes: list[str] = field(default_factory=list)
 
 
 def _md5s(data: bytes) -> set[str]:
@@ -96,6 +108,7 @@ def write_build(
     command: str | None = None,
     parameters: Any = None,
     time: dt.datetime | None = None,
+    status: StageStatus | None = None,
 ) -> IRI:
     """Emit one build with its recorded inputs, script and outputs; returns the build IRI."""
     add = ctx.add
@@ -108,6 +121,11 @@ def write_build(
     add(build, PROV.endedAtTime, time)
     add(build, PG.sourceFile, ctx.source_iri)
     add(build, PG.sourceLine, line)
+    words = status.words if status else {}
+    for entry in status.entries if status else []:
+        add(build, PG.dvcStatus, entry if isinstance(entry, str) else next(iter(entry)))
+    for change in status.changes if status else []:
+        add(build, PG.dvcChange, change)
     roles = [("input", i) for i in inputs] + ([("script", script)] if script else [])
     roles += [("output", o) for o in outputs]
     for role, listed in roles:
@@ -120,9 +138,10 @@ def write_build(
             add(node, PG.role, role)
             add(node, PG.file, file_node)
             _describe(ctx, node, item, rel)
+            add(node, PG.dvcStatus, words.get(listed.path))
             if folder is not None:
                 add(node, PG.inFolder, folder[0])
-                add(node, PG.listingPath, folder[1])
+                add(node, PG.listingPath, folder[1])  # None (not written) for a known listing
             if role == "output":
                 add(file_node, PROV.wasGeneratedBy, build)
             else:
@@ -132,12 +151,12 @@ def write_build(
 
 def _files_of(
     ctx: ImportContext, base: str, item: Recorded
-) -> list[tuple[Recorded, str | None, tuple[str, str] | None]]:
+) -> list[tuple[Recorded, str | None, tuple[str, str | None] | None]]:
     """The recorded files an entry stands for: itself, or each file of a folder (``.dir``).
 
-    Each comes with its bundle path and, for a file of a folder whose build listing is unknown
-    (the folder changed and the cached listing is absent), (folder, where the listing was looked
-    for). A file of a known listing is a plain file record with the md5 the listing gives it."""
+    Each comes with its bundle path and, for a file of a folder, (folder, where the listing was
+    looked for when the build's listing is unknown: the folder changed and the cached listing is
+    absent; else None). A file of a known listing is a file record with the md5 the listing gives."""
     rel = _bundle_rel(ctx, base, item.path)
     if not (item.md5 and item.md5.endswith(".dir")) or rel is None or not ctx.bundle.resolve(rel).is_dir():
         return [(item, rel, None)]
@@ -148,4 +167,4 @@ def _files_of(
         return [(Recorded(path, md5=item.md5), path, where) for path in found.present] or [(item, rel, where)]
     # A file the listing names is the build's (a missing one is an input "not in the bundle");
     # a file the listing does not name is no output of this build.
-    return [(Recorded(path, md5=md5), path, None) for path, md5 in sorted(found.members.items())]
+    return [(Recorded(path, md5=md5), path, (rel, None)) for path, md5 in sorted(found.members.items())]

@@ -111,3 +111,49 @@ def folder_listing(root: Path, base: str, folder: str, dir_md5: str) -> FolderLi
             members = {posixpath.join(folder, e["relpath"]): e["md5"] for e in variant}
             return FolderListing(members, "files", cache_path, paths)
     return FolderListing(None, "changed", cache_path, paths)
+
+
+def file_md5s(data: bytes) -> set[str]:
+    """MD5 of a file's bytes, and of them with CRLF turned into LF (DVC 2's ``md5-dos2unix``)."""
+    found = {_md5(data)}
+    if b"\x00" not in data[:8000] and b"\r\n" in data:
+        found.add(_md5(data.replace(b"\r\n", b"\n")))
+    return found
+
+
+def folder_md5s(top: Path) -> set[str]:
+    """The ``.dir`` md5 of a folder as it is now (DVC 3's, and DVC 2's text-normalised one)."""
+    plain, text = [], []
+    for name in _files(top):
+        data = (top / PurePosixPath(name)).read_bytes()
+        plain.append({"md5": _md5(data), "relpath": name})
+        lf = data.replace(b"\r\n", b"\n") if b"\x00" not in data[:8000] else data
+        text.append({"md5": _md5(lf), "relpath": name})
+    return {_digest(plain) + ".dir", _digest(text) + ".dir"}
+
+
+def in_cache(project: Path, md5: str) -> bool:
+    """Whether DVC's cache of the project at ``project`` holds the object ``md5`` (a folder's
+    ``.dir`` listing and every file it names), as ``dvc status`` checks an output."""
+    digest = md5.lower().removesuffix(".dir")
+    suffix = ".dir" if md5.endswith(".dir") else ""
+
+    def find(value: str, end: str = "") -> Path | None:
+        for name in (f"files/md5/{value[:2]}/{value[2:]}{end}", f"{value[:2]}/{value[2:]}{end}"):
+            path = project / ".dvc" / "cache" / name
+            if path.is_file():
+                return path
+        return None
+
+    found = find(digest, suffix)
+    if found is None or not suffix:
+        return found is not None
+    if found.stat().st_size > MAX_LISTING_BYTES:
+        return False
+    try:
+        listing = json.loads(found.read_bytes())
+    except ValueError:
+        return False
+    return isinstance(listing, list) and all(
+        isinstance(e, dict) and isinstance(e.get("md5"), str) and find(e["md5"]) is not None for e in listing
+    )

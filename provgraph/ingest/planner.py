@@ -173,6 +173,12 @@ def _plan(
             chosen = claim(child)
             if chosen is not None:
                 claims.append((child, chosen))
+                if child.is_dir() and (child / ".dvc").is_dir():
+                    # a DVC root's dvc.lock, code and data are bundle files besides a (git) claim
+                    sub_claims, sub_left, sub_flagged = visit(child)
+                    claims += sub_claims
+                    leftovers += sub_left
+                    flagged = flagged or sub_flagged
             elif len(problems) > before:
                 flagged = True
             elif child.is_dir():
