@@ -68,9 +68,9 @@ def provgraph_status(root: Path, project: str = "") -> dict[str, Any]:
 
 
 def test_real_project_not_pulled_matches_dvc_status(tmp_path: Path) -> None:
-    """A fresh clone of iterative/example-get-started (no `dvc pull`): every input data
-    "deleted" and every output "not in cache", as dvc 3.67.1 said of it
-    (dvc-status-not-pulled.json), and the code (src/*.py, verbatim) unchanged."""
+    """A fresh clone of iterative/example-get-started (no `dvc pull`; its code is not vendored):
+    every input and code dep "deleted" and every output "not in cache", as dvc 3.67.1 said of it
+    (dvc-status-not-pulled.json)."""
     shutil.copytree(PROJECT, tmp_path / "p")
     (tmp_path / "p" / ".dvc").mkdir()
     expected = json.loads((PROJECT / "dvc-status-not-pulled.json").read_text(encoding="utf-8"))
@@ -90,9 +90,13 @@ def test_code_dep_is_the_code_not_the_first_word_of_the_command() -> None:
 
 def test_not_pulled_project_is_not_stale_and_records_dvc_words(tmp_path: Path) -> None:
     """Ingested, the not-pulled clone carries DVC's words on each stage and out, and the release
-    rule calls nothing stale: its data is merely not pulled (issue 19)."""
+    rule calls nothing stale: its data is merely not pulled (issue 19). The code is this
+    file's stand-ins (the project's own is not vendored), so the code deps are modified."""
     root = shutil.copytree(PROJECT, tmp_path / "p")
     (root / ".dvc").mkdir()
+    for rel, text in SCRIPTS.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
     (root / "provgraph.toml").write_text(RELEASE, encoding="utf-8")
     store = ingest_bundle(root).store
     rows = store.select(
