@@ -50,6 +50,10 @@ class PlanImporter(Importer):
         seen_cells: dict[tuple[str, str, int], int] = {}
         cases: set[str] = set()
         conditions: set[str] = set()
+        design = ctx.bundle.contract.section("factors")
+        # a factorial design names every condition: a row outside it is a typo, not a new cell
+        designed = set(ctx.bundle.contract.section("conditions") or {}) if design is not None else None
+        replicates = (design or {}).get("replicates")
         for line, row, error in read_csv(source.path, REQUIRED, source.rel, ctx.advance):
             if error:
                 ctx.problem(line, error)
@@ -67,6 +71,12 @@ class PlanImporter(Importer):
                 continue
             if replicate < 1:
                 ctx.problem(line, f"replicate must be at least 1, got {replicate}")
+                continue
+            if designed is not None and condition not in designed:
+                ctx.problem(line, f"condition {condition!r} is not a cell of [factors] ({_some(designed)})")
+                continue
+            if replicates is not None and replicate > replicates:
+                ctx.problem(line, f"replicate {replicate} is beyond the {replicates} of [factors]")
                 continue
             if call_id in seen_ids:
                 ctx.problem(line, f"duplicate call_id {call_id!r} (first on line {seen_ids[call_id]})")
@@ -101,3 +111,9 @@ class PlanImporter(Importer):
                 add(condition_node, RDF_TYPE, PG.Condition)
                 add(condition_node, PG.key, condition)
             ctx.record()
+
+
+def _some(keys: set[str]) -> str:
+    """A few of the design's condition keys, for a message of one line."""
+    shown = sorted(keys)[:4]
+    return ", ".join(shown) + (f", ... {len(keys)} in all" if len(keys) > len(shown) else "")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from provgraph.bundle.contract.sections import section_modules
+from provgraph.bundle.contract.sections.factors import expand as expand_factors
 from provgraph.errors import ContractError, InputError
 
 CONTRACT_FILE = "provgraph.toml"
@@ -90,7 +91,7 @@ def load_contract(path: Path) -> Contract:
         raise InputError(path, f"not UTF-8 text (byte {err.start})") from err
     data = _parse(text, path)
     validate(data, path, text)
-    cross_check(data, path, text)
+    data = cross_check(data, path, text)
     completed = apply_defaults(data, contract_schema())
     return Contract(path, completed, hashlib.sha256(raw).hexdigest(), text)
 
@@ -178,13 +179,19 @@ def validate(data: dict[str, Any], path: Path, text: str = "") -> None:
     raise first
 
 
-def cross_check(data: dict[str, Any], path: Path, text: str = "") -> None:
-    """Run each section's optional ``check(section, data)`` (references between sections)."""
+def cross_check(data: dict[str, Any], path: Path, text: str = "") -> dict[str, Any]:
+    """Run each section's optional ``check(section, data)`` (references between sections).
+    Returns ``data`` with a ``[factors]`` design expanded into its ``[conditions]``."""
     modules = section_modules()
-    for name, section in data.items():
+    expanded = data
+    # the design is checked as written, then the other sections against what it expands to
+    for name in sorted(data, key=lambda n: n != "factors"):
         checker = getattr(modules[name], "check", None)
-        for keys, reason in checker(section, data) if checker else ():
+        for keys, reason in checker(data[name], expanded) if checker else ():
             raise ContractError(path, _dotted(keys), reason, _line_of(text, keys))
+        if name == "factors":
+            expanded = expand_factors(data)
+    return expanded
 
 
 def _describe(err: Any, path: Path, text: str) -> ContractError:

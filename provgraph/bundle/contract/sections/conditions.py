@@ -90,13 +90,24 @@ def header_line(text: str, section: str, key: str) -> int | None:
     return None
 
 
+def section_line(text: str, section: str) -> int | None:
+    """Line of a ``[section]`` table header in the contract text."""
+    pattern = re.compile(rf"^\s*\[\s*{re.escape(section)}\s*\]\s*(#.*)?$")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if pattern.match(line):
+            return number
+    return None
+
+
 def write(section: dict[str, Any], ctx: ImportContext) -> None:
     add = ctx.add
     text = ctx.bundle.contract.text
     pairs: set[tuple[str, str]] = set()
+    # conditions expanded from [factors] have no header of their own: point to the design
+    design_line = section_line(text, "factors")
     for name, spec in section.items():
         node = ctx.iri("condition-spec", name)
-        line = header_line(text, NAME, name)
+        line = header_line(text, NAME, name) or design_line
         add(node, RDF_TYPE, PG.ConditionSpec)
         add(node, PG.key, name)
         add(node, PG.condition, ctx.iri("condition", name))
