@@ -93,7 +93,8 @@ def bundle_files(sent: dict[str, str]) -> dict[str, str]:
 
 def check(root: Path):
     store, results, problems = ingest_bundle(root)
-    assert not problems and all(not r.problems for r in results), [str(p) for r in results for p in r.problems]
+    rejected = [str(p) for r in results for p in r.problems]
+    assert not problems and not rejected, rejected
     report = run_gate(store, load_rules(), record=False)
     found = {
         r.rule.id: (r.outcome, sorted((report.short(v.focus), v.message) for v in r.violations))
@@ -124,7 +125,8 @@ def test_design_checks_like_the_hand_crossed_conditions(twin: str, tmp_path: Pat
         assert all(f.startswith("condition-pair/A.") and "/B." in f for f in foci), foci
     else:
         assert passed and identical == ("pass", [])
-        assert all(outcome in ("pass", "skipped", "not-applicable") for outcome, _ in results.values()), results
+        outcomes = {outcome for outcome, _ in results.values()}
+        assert outcomes <= {"pass", "skipped", "not-applicable"}, results
 
 
 def test_expansion_gives_the_crossed_conditions(tmp_path: Path) -> None:
@@ -148,7 +150,7 @@ def test_expansion_gives_the_crossed_conditions(tmp_path: Path) -> None:
         ("replicates = 3", "replicates = 0", "minimum of 1", "replicates ="),
         ('{ A = "prompts/A.txt"', '{ "A.1" = "prompts/A.txt"', "A.1", "system_prompt ="),
         ("replicates = 3", "replicates = 3\ncolour = 2", "unknown key 'colour'", "colour ="),
-        ("[plan]", '[conditions.x]\nsystem_prompt = "p.txt"\n[plan]', "[factors] or [conditions]", "[factors]"),
+        ("[plan]", '[conditions.x]\nsystem_prompt = "p"\n[plan]', "[factors] or [conditions]", "[factors]"),
         ('cases = ["s1", "s2"]', 'cases = ["s1"]\nreplicates = 2', "3 replicates here but 2", "replicates ="),
     ],
 )
@@ -179,7 +181,11 @@ def test_plan_file_names_a_subset_and_rows_outside_the_design_are_problems(tmp_p
     ingested = ingest_bundle(root)
     found = [(p.line, p.reason) for p in ingested.rejected]
     assert found == [
-        (4, "condition 'D.gpt4o' is not a cell of [factors] (A.gpt4o, A.sonnet, B.gpt4o, B.sonnet, ... 6 in all)"),
+        (
+            4,
+            "condition 'D.gpt4o' is not a cell of [factors] "
+            "(A.gpt4o, A.sonnet, B.gpt4o, B.sonnet, ... 6 in all)",
+        ),
         (5, "replicate 4 is beyond the 3 of [factors]"),
     ], found
     planned = ingested.select("SELECT ?c WHERE { ?c a pg:PlannedCall ; pg:callId ?id } ORDER BY ?id")

@@ -92,7 +92,8 @@ def cells(section: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:
     factors = [(k, list(v)) for k, v in section.items() if k in (*PROMPT_FACTORS, "model")]
     found = []
     for levels in itertools.product(*(names for _, names in factors)):
-        found.append((".".join(levels), {name: level for (name, _), level in zip(factors, levels, strict=True)}))
+        named = {name: level for (name, _), level in zip(factors, levels, strict=True)}
+        found.append((".".join(levels), named))
     return found
 
 
@@ -105,10 +106,10 @@ def expand(data: dict[str, Any]) -> dict[str, Any]:
     design = cells(section)
     conditions: dict[str, Any] = {}
     for key, levels in design:
-        spec: dict[str, Any] = {role: section[role][levels[role]] for role in PROMPT_FACTORS if role in levels}
+        prompt = {role: levels[role] for role in PROMPT_FACTORS if role in levels}
+        spec: dict[str, Any] = {role: section[role][level] for role, level in prompt.items()}
         if "model" in levels:
             spec["model"] = levels["model"]
-        prompt = {role: levels[role] for role in PROMPT_FACTORS if role in levels}
         spec["differs_from"] = [
             other for other, theirs in design if {r: theirs[r] for r in prompt} != prompt and other > key
         ]
