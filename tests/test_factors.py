@@ -52,8 +52,8 @@ def hand_crossed() -> str:
     text = HEAD + '[plan]\ncases = ["s1", "s2"]\nreplicates = 3\n'
     text += "decoding = { temperature = 0, max_tokens = 512 }\n"
     keys = [(p, m) for p in PROMPTS for m in MODELS]
-    for p, m in keys:
-        others = [f'"{q}.{n}"' for q, n in keys if q != p and f"{q}.{n}" > f"{p}.{m}"]
+    for i, (p, m) in enumerate(keys):
+        others = [f'"{q}.{n}"' for q, n in keys[i + 1 :] if q != p]
         text += f'[conditions."{p}.{m}"]\nsystem_prompt = "prompts/{p}.txt"\nmodel = "{m}"\n'
         text += f"differs_from = [{', '.join(others)}]\n"
     return text
@@ -170,6 +170,44 @@ def test_a_design_needs_a_factor(tmp_path: Path) -> None:
     path.write_text(HEAD + "[factors]\n", encoding="utf-8")
     with pytest.raises(ContractError, match="at least one factor"):
         load_contract(path)
+
+
+def test_a_design_crossing_to_too_many_conditions_is_refused_before_expansion(tmp_path: Path) -> None:
+    levels = ", ".join(f'p{i} = "p{i}.txt"' for i in range(40))
+    path = tmp_path / "provgraph.toml"
+    path.write_text(HEAD + f"[factors]\nsystem_prompt = {{ {levels} }}\nuser_prompt = {{ {levels} }}\n")
+    with pytest.raises(ContractError, match="crosses to 1600 conditions, more than the 1000 allowed"):
+        load_contract(path)
+
+
+def test_user_and_model_factors_cross_and_only_prompt_levels_must_differ(tmp_path: Path) -> None:
+    path = tmp_path / "provgraph.toml"
+    design = '[factors]\nmodel = ["gpt4o", "sonnet"]\nuser_prompt = { short = "s.txt", long = "l.txt" }\n'
+    path.write_text(HEAD + design, encoding="utf-8")
+    conditions = load_contract(path).data["conditions"]
+    assert conditions == {
+        "gpt4o.short": {
+            "model": "gpt4o",
+            "user_prompt": "s.txt",
+            "differs_from": ["gpt4o.long", "sonnet.long"],
+        },
+        "gpt4o.long": {"model": "gpt4o", "user_prompt": "l.txt", "differs_from": ["sonnet.short"]},
+        "sonnet.short": {"model": "sonnet", "user_prompt": "s.txt", "differs_from": ["sonnet.long"]},
+        "sonnet.long": {"model": "sonnet", "user_prompt": "l.txt", "differs_from": []},
+    }
+    path.write_text(HEAD + '[factors]\nmodel = ["gpt4o", "sonnet"]\n', encoding="utf-8")
+    assert all(c["differs_from"] == [] for c in load_contract(path).data["conditions"].values())
+
+
+@pytest.mark.parametrize("twin", ["flawed", "clean"])
+def test_cli_check_exits_alike_for_design_and_hand_crossed(cli, twin: str, tmp_path: Path) -> None:
+    sent = dict(PROMPTS, B=PROMPTS["A"]) if twin == "flawed" else PROMPTS
+    codes = []
+    for name, contract in (("design", DESIGN), ("hand", hand_crossed())):
+        root = write_bundle(tmp_path / name, bundle_files(sent), contract)
+        assert cli("-C", str(root), "ingest").code == 0
+        codes.append(cli("-C", str(root), "check").code)
+    assert codes == ([1, 1] if twin == "flawed" else [0, 0])
 
 
 def test_plan_file_names_a_subset_and_rows_outside_the_design_are_problems(tmp_path: Path) -> None:

@@ -28,6 +28,8 @@ CLAUSES: tuple[str, ...] = ()
 #: A level name; no ``.``, which joins the levels into a condition key.
 LEVEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
 PROMPT_FACTORS = ("system_prompt", "user_prompt")
+#: Most conditions a design may expand to (each pair of them may become a pair to compare).
+MAX_CELLS = 1000
 _PATH = {"type": "string", "minLength": 1}
 
 
@@ -71,6 +73,11 @@ def check(section: dict[str, Any], data: dict[str, Any]) -> list[tuple[list[str]
         return [([NAME], "give either [factors] or [conditions], not both")]
     if not any(k in section for k in (*PROMPT_FACTORS, "model")):
         return [([NAME], "a design needs at least one factor (system_prompt, user_prompt or model)")]
+    size = 1
+    for factor in (*PROMPT_FACTORS, "model"):
+        size *= len(section.get(factor) or [None])
+    if size > MAX_CELLS:
+        return [([NAME], f"the design crosses to {size} conditions, more than the {MAX_CELLS} allowed")]
     models = data.get("models") or {}
     for level in section.get("model", []):
         if level not in models:
@@ -105,13 +112,16 @@ def expand(data: dict[str, Any]) -> dict[str, Any]:
         return data
     design = cells(section)
     conditions: dict[str, Any] = {}
-    for key, levels in design:
+    for index, (key, levels) in enumerate(design):
         prompt = {role: levels[role] for role in PROMPT_FACTORS if role in levels}
         spec: dict[str, Any] = {role: section[role][level] for role, level in prompt.items()}
         if "model" in levels:
             spec["model"] = levels["model"]
+        # each pair once, at its first condition in design order
         spec["differs_from"] = [
-            other for other, theirs in design if {r: theirs[r] for r in prompt} != prompt and other > key
+            other
+            for other, theirs in design[index + 1 :]
+            if any(theirs[r] != level for r, level in prompt.items())
         ]
         conditions[key] = spec
     out = {**data, "conditions": conditions}
