@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ingest_bundle, write_bundle
+from conftest import REPO, ingest_bundle, write_bundle
 
 from provgraph.bundle.contract import load_contract
 from provgraph.errors import ContractError
@@ -229,3 +229,18 @@ def test_plan_file_names_a_subset_and_rows_outside_the_design_are_problems(tmp_p
     planned = ingested.select("SELECT ?c WHERE { ?c a pg:PlannedCall ; pg:callId ?id } ORDER BY ?id")
     assert len(planned) == 2
     ingested.close()
+
+
+def test_readme_design_is_the_tested_one_and_expands(tmp_path: Path) -> None:
+    """The README's example is this file's 3 x 2 x 3 design (comments aside), so it stays true."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index("### Factorial designs (`[factors]`)")
+    block = readme[
+        readme.index("```toml\n", start) + 8 : readme.index("```\n", readme.index("```toml\n", start) + 8)
+    ]
+    bare = [line.split("  #")[0].rstrip() for line in block.splitlines()]
+    assert bare == DESIGN.replace("decoding = { temperature = 0, max_tokens = 512 }\n", "").splitlines()
+    assert f"(the whole contract, {len(bare)} lines)" in readme[start : start + 300]
+    path = tmp_path / "provgraph.toml"
+    path.write_text(block, encoding="utf-8")
+    assert len(load_contract(path).data["conditions"]) == 6
