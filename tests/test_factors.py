@@ -152,6 +152,12 @@ def test_expansion_gives_the_crossed_conditions(tmp_path: Path) -> None:
         ("replicates = 3", "replicates = 3\ncolour = 2", "unknown key 'colour'", "colour ="),
         ("[plan]", '[conditions.x]\nsystem_prompt = "p"\n[plan]', "[factors] or [conditions]", "[factors]"),
         ('cases = ["s1", "s2"]', 'cases = ["s1"]\nreplicates = 2', "3 replicates here but 2", "replicates ="),
+        (
+            'cases = ["s1", "s2"]',
+            'cases = ["s1"]\nconditions = ["A.gpt4o", "D.gpt4o"]',
+            "'D.gpt4o' is not",
+            "conditions =",
+        ),
     ],
 )
 def test_bad_design_names_file_and_line(tmp_path: Path, change: str, new: str, reason: str, at: str) -> None:
@@ -163,6 +169,16 @@ def test_bad_design_names_file_and_line(tmp_path: Path, change: str, new: str, r
     message = str(err.value)
     number = next(i for i, line in enumerate(text.splitlines(), 1) if line.startswith(at))
     assert message.startswith(f"{path}:{number}:") and reason in message, message
+
+
+def test_plan_conditions_may_name_a_subset_of_the_design(tmp_path: Path) -> None:
+    path = tmp_path / "provgraph.toml"
+    path.write_text(
+        DESIGN.replace("[plan]", '[plan]\nconditions = ["A.gpt4o", "C.sonnet"]'), encoding="utf-8"
+    )
+    contract = load_contract(path)
+    assert contract.data["plan"]["conditions"] == ["A.gpt4o", "C.sonnet"]
+    assert len(contract.data["conditions"]) == 6
 
 
 def test_a_design_needs_a_factor(tmp_path: Path) -> None:

@@ -83,6 +83,11 @@ def check(section: dict[str, Any], data: dict[str, Any]) -> list[tuple[list[str]
         if level not in models:
             return [([NAME, "model"], f"no [models.{level}] entry declares model level {level!r}")]
     plan = data.get("plan")
+    if plan is not None and plan.get("conditions"):
+        designed = {key for key, _ in cells(section)}
+        outside = [c for c in plan["conditions"] if c not in designed]
+        if outside:
+            return [(["plan", "conditions"], f"condition {outside[0]!r} is not a cell of [factors]")]
     replicates = section.get("replicates")
     if replicates is not None:
         if plan is None:
