@@ -181,6 +181,13 @@ def test_plan_conditions_may_name_a_subset_of_the_design(tmp_path: Path) -> None
     assert len(contract.data["conditions"]) == 6
 
 
+def test_replicates_need_a_plan(tmp_path: Path) -> None:
+    path = tmp_path / "provgraph.toml"
+    path.write_text(DESIGN.split("[plan]")[0], encoding="utf-8")
+    with pytest.raises(ContractError, match=r":11: factors.replicates: replicates need a \[plan\]"):
+        load_contract(path)
+
+
 def test_a_design_needs_a_factor(tmp_path: Path) -> None:
     path = tmp_path / "provgraph.toml"
     path.write_text(HEAD + "[factors]\n", encoding="utf-8")
