@@ -77,8 +77,17 @@ SCHEMA: dict[str, Any] = {
             "description": "Severity of FP cells by finding name (a deterministic rule, "
             "not an adjudication).",
             "properties": {
-                "default": {"type": "string", "minLength": 1, "default": "minor"},
-                "findings": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}},
+                "default": {
+                    "type": "string",
+                    "minLength": 1,
+                    "default": "minor",
+                    "description": "Severity of an FP cell whose finding is not listed in findings.",
+                },
+                "findings": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string", "minLength": 1},
+                    "description": 'Finding name -> severity of its FP cells (e.g. Pneumothorax = "major").',
+                },
             },
             "additionalProperties": False,
         },

@@ -29,6 +29,7 @@ SCHEMA: dict[str, Any] = {
     "patternProperties": {
         r"^[A-Za-z0-9][A-Za-z0-9_.-]*$": {
             "type": "object",
+            "description": "One requested model; conditions name it by this key.",
             "properties": {
                 "requested": {
                     "type": "string",
