@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO
 
 from provgraph.bundle.contract import docs
-from provgraph.bundle.contract.load import apply_defaults, contract_schema, validate
+from provgraph.bundle.contract.load import apply_defaults, contract_schema, load_contract, validate
 
 SECTIONS_DIR = REPO / "provgraph" / "bundle" / "contract" / "sections"
 TEMPLATE = REPO / "provgraph" / "bundle" / "contract" / "template.toml"
@@ -128,6 +128,10 @@ def test_key_rows_show_type_default_allowed_and_required() -> None:
     assert ingest["records[].fields.call_id"].type == "string or table"
     assert "records[].constants.x_<name>" in ingest
     assert docs.toml_value({"a": [1, True]}) == "{ a = [1, true] }"
+    project = {k.path: k for k in docs.section("project").keys}
+    assert "`" in project["base_iri"].allowed  # the pattern refuses backticks ...
+    assert docs.code("a`b") == "`` a`b ``"  # ... and a code span holding one takes a longer fence
+    assert "matches `` ^[A-Za-z]" in project["base_iri"].allowed
 
 
 @pytest.mark.parametrize("section", [s for s in docs.sections() if s.example], ids=lambda s: s.name)
@@ -138,6 +142,16 @@ def test_section_examples_are_valid_contract_text(section: docs.Section, tmp_pat
     if section.name != "project":
         text = '[project]\nname = "x"\nbase_iri = "https://example.org/x/"\n\n' + text
     validate(tomllib.loads(text), tmp_path / "provgraph.toml", text)
+
+
+def test_all_examples_together_load_as_one_contract(tmp_path: Path) -> None:
+    """The examples also agree with each other (a condition's model is a [models] key) and
+    pass each section's own checks, as one contract loaded like any other."""
+    examples = [s.example for s in docs.sections() if s.example]
+    assert len(examples) == len(docs.sections()), "a section without an example in its docstring"
+    path = tmp_path / "provgraph.toml"
+    path.write_text("\n".join(examples), encoding="utf-8")
+    assert set(load_contract(path).data) == {s.name for s in docs.sections()}
 
 
 def test_contract_lists_sections_one_line_each(cli) -> None:

@@ -179,7 +179,7 @@ def allowed(schema: dict[str, Any]) -> str:
         parts.append("one of " + ", ".join(toml_value(v) for v in enum))
     for where in (schema, items):
         if "pattern" in where:
-            parts.append(f"matches `{where['pattern']}`")
+            parts.append(f"matches {code(where['pattern'])}")
     bounds = (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<"))
     for word, sign in bounds:
         if word in schema:
@@ -196,6 +196,13 @@ def allowed(schema: dict[str, Any]) -> str:
     if alternatives:
         parts.append("each entry gives " + " or ".join(" and ".join(r) for r in alternatives))
     return "; ".join(parts)
+
+
+def code(text: str) -> str:
+    """``text`` as a Markdown code span (a pattern may hold backticks: a longer fence then)."""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if fence != "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def toml_value(value: Any) -> str:
@@ -271,8 +278,8 @@ def _markdown_section(s: Section) -> list[str]:
         lines += ["```toml", s.example.rstrip("\n"), "```", ""]
     lines += ["| key | type | default | allowed | description |", "|---|---|---|---|---|"]
     for k in s.keys:
-        default = f"`{toml_value(k.default)}`" if k.has_default else ("required" if k.required else "")
-        cells = [f"`{k.path}`", *map(_cell, (k.type, default, k.allowed, k.description))]
+        default = code(toml_value(k.default)) if k.has_default else ("required" if k.required else "")
+        cells = [code(k.path), *map(_cell, (k.type, default, k.allowed, k.description))]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     return lines

@@ -4,6 +4,14 @@ Its presence puts the annotation clause in force. The mapping of UNCERTAIN and N
 has no default on purpose: the audit's candidate uncertainty was folded into "negative" by a
 convention nobody declared, and the ``annotation-mapping-undeclared`` rule fires when labels
 in such a state exist while the contract is silent about them.
+
+```toml
+[annotation]
+pool_no_finding = false                                     # No Finding leaves the endpoint
+candidate = { uncertain = "exclude", not_mentioned = "negative" }
+reference = { uncertain = "positive", not_mentioned = "negative" }
+severity = { default = "minor", findings = { Pneumothorax = "major" } }
+```
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ in force.
 [conditions.baseline]
 system_prompt = "prompts/baseline_system.txt"   # the exact text the condition must send
 differs_from = ["taxonomy"]                      # their executed prompts must not be equal
-model = "sonnet"                                  # a key of [models] (optional)
+model = "gpt4o"                                   # a key of [models] (optional)
 
 [conditions.taxonomy]
 system_prompt = "prompts/taxonomy_system.txt"

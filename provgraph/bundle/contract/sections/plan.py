@@ -6,6 +6,13 @@ ids are ``<condition>--<case>--<replicate>`` (the ``custom_id`` a batch request 
 ``decoding`` states the settings every call must record (temperature, top_p, max_tokens,
 seed). ``accept_statuses`` names the non-success final states the protocol accepts as answers
 (``length`` for a protocol that scores truncated answers); every other one is a violation.
+
+```toml
+[plan]
+file = "plan.csv"              # call_id, case, condition, replicate
+accept_statuses = ["length"]   # this protocol scores truncated answers
+decoding = { temperature = 0, max_tokens = 512 }
+```
 """
 
 from __future__ import annotations

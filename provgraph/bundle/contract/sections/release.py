@@ -16,6 +16,24 @@ Its presence puts the release clause in force. Keys:
 - ``privacy``: the scan of everything released (``dicom``, built-in ``defaults``, extra
   ``patterns`` by name, ``allow`` expressions that clear a match).
 - ``limits``: archive reading limits (members, bytes per member, total bytes, ratio).
+
+```toml
+[release]
+name = "cxr-pilot"
+version = "1.1"
+include = ["README.md", "results/**", "figures/*.png"]
+derived = ["figures/*.png"]                 # each needs a build record
+
+[[release.values]]
+name = "cochran_q"
+value = "182.29"
+aliases = ["Q"]
+
+[[release.entities]]
+key = "model-b"
+canonical = "GPT-4o"
+variants = ["GPT-4V"]
+```
 """
 
 from __future__ import annotations
