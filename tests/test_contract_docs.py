@@ -16,6 +16,7 @@ from conftest import REPO
 
 from provgraph.bundle.contract import docs
 from provgraph.bundle.contract.load import apply_defaults, contract_schema, load_contract, validate
+from provgraph.errors import ContractError
 
 SECTIONS_DIR = REPO / "provgraph" / "bundle" / "contract" / "sections"
 TEMPLATE = REPO / "provgraph" / "bundle" / "contract" / "template.toml"
@@ -210,3 +211,23 @@ def test_init_template_names_only_commands_that_exist(cli) -> None:
         r = cli(command, "--help")
         assert r.code == 0, f"template names `provgraph {command}`: {r.err}"
     assert "provgraph contract SECTION" in cli("contract", "--help").out
+
+
+@pytest.mark.parametrize(
+    ("extra", "section_name"),
+    [("[plan]\nfiel = 'plan.csv'\n", "plan"), ("[models.m]\nrequested = 'x'\nalais = true\n", "models")],
+)
+def test_unknown_key_error_names_the_reference_that_lists_the_keys(
+    cli, tmp_path: Path, extra: str, section_name: str
+) -> None:
+    path = tmp_path / "provgraph.toml"
+    path.write_text('[project]\nname = "x"\nbase_iri = "https://example.org/x/"\n' + extra, encoding="utf-8")
+    with pytest.raises(ContractError) as info:
+        load_contract(path)
+    named = re.search(r"`provgraph (contract [a-z]+)` describes them", str(info.value))
+    assert named and named.group(1) == f"contract {section_name}", str(info.value)
+    r = cli(*named.group(1).split())
+    assert r.code == 0 and r.out.startswith(f"[{section_name}]:")
+    allowed = re.search(r"\(allowed: ([^;]+);", str(info.value)).group(1).split(", ")
+    listed = {k.path.split(".")[-1] for k in docs.section(section_name).keys}
+    assert set(allowed) <= listed
