@@ -174,7 +174,8 @@ def test_bad_contract_is_one_line_per_problem(cli, tmp_path: Path) -> None:
     assert r.code == 2
     assert r.err.splitlines() == [
         f"provgraph: error: {root / 'provgraph.toml'}:4: project.colour: unknown key 'colour' in "
-        "[project] (allowed: base_iri, description, name, strict, version)"
+        "[project] (allowed: base_iri, description, name, strict, version; "
+        "`provgraph contract project` describes them)"
     ]
     assert "Traceback" not in r.err
 

@@ -52,7 +52,10 @@ def test_unknown_key_in_section(tmp_path: Path) -> None:
     assert err.line == 7
     assert err.key == "plan.fiel"
     allowed = "accept_statuses, cases, conditions, decoding, file, replicates"
-    assert f"unknown key 'fiel' in [plan] (allowed: {allowed})" in str(err)
+    assert (
+        f"unknown key 'fiel' in [plan] (allowed: {allowed}; `provgraph contract plan` describes them)"
+        in str(err)
+    )
 
 
 def test_wrong_type(tmp_path: Path) -> None:

@@ -202,7 +202,8 @@ def _describe(err: Any, path: Path, text: str) -> ContractError:
         extra = sorted(set(err.instance) - set(allowed))
         key_path = [*keys, extra[0]] if extra else keys
         where = "top level" if not keys else f"[{'.'.join(keys)}]"
-        hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
+        reference = f"provgraph contract {keys[0]}" if keys else "provgraph contract"
+        hint = f" (allowed: {', '.join(allowed)}; `{reference}` describes them)" if allowed else ""
         noun = "section" if not keys else "key"
         reason = f"unknown {noun} {', '.join(repr(e) for e in extra)} in {where}{hint}"
         return ContractError(path, _dotted(key_path), reason, _line_of(text, key_path))

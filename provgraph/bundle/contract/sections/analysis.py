@@ -82,7 +82,13 @@ SCHEMA: dict[str, Any] = {
             "default": ["positional-truncation", "pairwise-available"],
             "description": "Routes computed beside the primary one as named sensitivity analyses.",
         },
-        "alpha": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.05},
+        "alpha": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "exclusiveMaximum": 1,
+            "default": 0.05,
+            "description": "Significance level of the omnibus and post-hoc tests.",
+        },
         "clusters": {
             "type": "array",
             "items": {"type": "string", "enum": ["study", "patient"]},
@@ -93,12 +99,29 @@ SCHEMA: dict[str, Any] = {
         "bootstrap": {
             "type": "object",
             "properties": {
-                "resamples": {"type": "integer", "minimum": 0, "default": 10000},
-                "seed": {"type": "integer", "minimum": 0, "default": 0},
-                "level": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.95},
+                "resamples": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "default": 10000,
+                    "description": "Cluster bootstrap resamples (0: no bootstrap intervals).",
+                },
+                "seed": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "default": 0,
+                    "description": "Seed of the resampling, so the intervals are reproducible.",
+                },
+                "level": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "exclusiveMaximum": 1,
+                    "default": 0.95,
+                    "description": "Confidence level of the bootstrap intervals.",
+                },
             },
             "additionalProperties": False,
             "default": {},
+            "description": "The cluster bootstrap of the confidence intervals.",
         },
         "family": {
             "type": "array",
@@ -109,17 +132,29 @@ SCHEMA: dict[str, Any] = {
                     "name": {
                         "type": "string",
                         "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
-                        "description": "letters, digits, '.', '_' or '-'",
+                        "description": "Family name (letters, digits, '.', '_' or '-'); the statistics "
+                        "name it.",
                     },
-                    "test": {"type": "string", "enum": ["mcnemar"], "default": "mcnemar"},
+                    "test": {
+                        "type": "string",
+                        "enum": ["mcnemar"],
+                        "default": "mcnemar",
+                        "description": "The paired test each member of the family runs.",
+                    },
                     "size": {"type": "integer", "minimum": 1, "description": "Declared number of tests."},
                     "adjustments": {
                         "type": "array",
                         "items": {"type": "string", "enum": ADJUSTMENTS},
                         "uniqueItems": True,
                         "default": ["holm"],
+                        "description": "Multiplicity adjustments reported for the family's p-values.",
                     },
-                    "cohort_rule": {"type": "string", "enum": PRIMARY_RULES},
+                    "cohort_rule": {
+                        "type": "string",
+                        "enum": PRIMARY_RULES,
+                        "description": "Which blocks enter the family's tests (default: the "
+                        "section's cohort_rule).",
+                    },
                     "denominator": {
                         "type": "string",
                         "enum": ["fixed", "varying"],

@@ -4,6 +4,14 @@ Its presence puts the annotation clause in force. The mapping of UNCERTAIN and N
 has no default on purpose: the audit's candidate uncertainty was folded into "negative" by a
 convention nobody declared, and the ``annotation-mapping-undeclared`` rule fires when labels
 in such a state exist while the contract is silent about them.
+
+```toml
+[annotation]
+pool_no_finding = false                                     # No Finding leaves the endpoint
+candidate = { uncertain = "exclude", not_mentioned = "negative" }
+reference = { uncertain = "positive", not_mentioned = "negative" }
+severity = { default = "minor", findings = { Pneumothorax = "major" } }
+```
 """
 
 from __future__ import annotations
@@ -77,8 +85,17 @@ SCHEMA: dict[str, Any] = {
             "description": "Severity of FP cells by finding name (a deterministic rule, "
             "not an adjudication).",
             "properties": {
-                "default": {"type": "string", "minLength": 1, "default": "minor"},
-                "findings": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}},
+                "default": {
+                    "type": "string",
+                    "minLength": 1,
+                    "default": "minor",
+                    "description": "Severity of an FP cell whose finding is not listed in findings.",
+                },
+                "findings": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string", "minLength": 1},
+                    "description": 'Finding name -> severity of its FP cells (e.g. Pneumothorax = "major").',
+                },
             },
             "additionalProperties": False,
         },

@@ -1,4 +1,14 @@
-"""``[cohort]``: the sampling unit and who may be in the cohort. Puts the cohort clause in force."""
+"""``[cohort]``: the sampling unit and who may be in the cohort. Puts the cohort clause in force.
+
+```toml
+[cohort]
+manifest = "cohort.csv"        # case_key, patient_key, source, split, view, inclusion, reason
+sampling_unit = "study"
+repeated_patients = "forbid"   # a patient contributes at most one included case
+allowed_splits = ["test"]
+allowed_views = ["PA", "AP"]
+```
+"""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ in force.
 [conditions.baseline]
 system_prompt = "prompts/baseline_system.txt"   # the exact text the condition must send
 differs_from = ["taxonomy"]                      # their executed prompts must not be equal
-model = "sonnet"                                  # a key of [models] (optional)
+model = "gpt4o"                                   # a key of [models] (optional)
 
 [conditions.taxonomy]
 system_prompt = "prompts/taxonomy_system.txt"
@@ -37,6 +37,7 @@ SCHEMA: dict[str, Any] = {
     "patternProperties": {
         KEY_PATTERN: {
             "type": "object",
+            "description": "One condition; its key is the condition key of the plan and the results.",
             "properties": {
                 "system_prompt": {**_PATH, "description": "File holding the exact system prompt text."},
                 "user_prompt": {**_PATH, "description": "File holding the exact user prompt text."},
@@ -47,7 +48,7 @@ SCHEMA: dict[str, Any] = {
                     "default": [],
                     "description": "Conditions whose executed prompts must differ from this one's.",
                 },
-                "description": {"type": "string"},
+                "description": {"type": "string", "description": "What the condition is, for people."},
             },
             "additionalProperties": False,
         }

@@ -30,7 +30,7 @@ LEVEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
 PROMPT_FACTORS = ("system_prompt", "user_prompt")
 #: Most conditions a design may expand to (each pair of them may become a pair to compare).
 MAX_CELLS = 1000
-_PATH = {"type": "string", "minLength": 1}
+_PATH = {"type": "string", "minLength": 1, "description": "The file holding this level's exact prompt text."}
 
 
 def _prompt_factor(role: str) -> dict[str, Any]:

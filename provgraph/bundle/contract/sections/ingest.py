@@ -1,6 +1,17 @@
 """``[ingest]``: which files of the bundle to skip, which importer reads which path, and
 which files are read as call records by declaration (``[[ingest.records]]``, see
-:mod:`provgraph.bundle.contract.sections.records`)."""
+:mod:`provgraph.bundle.contract.sections.records`).
+
+```toml
+[ingest]
+exclude = ["scratch/**"]
+importers = { "responses" = "files" }   # path -> importer, wins over detection
+
+[[ingest.records]]                      # a harness provgraph has no importer for
+glob = "results/*.jsonl"
+fields = { call_id = "{task}--{doc_id}", status = "state", prompt.user = "request.prompt" }
+```
+"""
 
 from __future__ import annotations
 

@@ -7,6 +7,9 @@ requested = "gpt-4o"      # the identifier the requests name
 alias = true              # it is a mutable alias (default: guessed, dated ids are snapshots)
 alias_ok = true           # requesting the alias is acceptable when each call records the snapshot
 family = "gpt-4o"         # what a resolved snapshot must belong to (default: from `requested`)
+
+[models.sonnet]
+requested = "claude-sonnet-4-5-20250929"   # a dated snapshot: nothing left to resolve
 ```
 """
 
@@ -29,6 +32,7 @@ SCHEMA: dict[str, Any] = {
     "patternProperties": {
         r"^[A-Za-z0-9][A-Za-z0-9_.-]*$": {
             "type": "object",
+            "description": "One requested model; conditions name it by this key.",
             "properties": {
                 "requested": {
                     "type": "string",

@@ -13,6 +13,13 @@ bundle path pattern naming a case's DICOMs (``{case}`` is the plan's case key, `
 characters), for when neither a rendering record nor the case key in the path links them;
 ``window`` (centre, width) is the declared rendering's VOI window, when the pipeline did not
 use the header's.
+
+```toml
+[pixel]
+inputs = "dicom"
+sources = "dicom/{case}/*.dcm"   # a case's source DICOMs, when no rendering record names them
+window = [40, 400]               # the declared rendering's VOI window (centre, width)
+```
 """
 
 from __future__ import annotations

@@ -6,6 +6,13 @@ ids are ``<condition>--<case>--<replicate>`` (the ``custom_id`` a batch request 
 ``decoding`` states the settings every call must record (temperature, top_p, max_tokens,
 seed). ``accept_statuses`` names the non-success final states the protocol accepts as answers
 (``length`` for a protocol that scores truncated answers); every other one is a violation.
+
+```toml
+[plan]
+file = "plan.csv"              # call_id, case, condition, replicate
+accept_statuses = ["length"]   # this protocol scores truncated answers
+decoding = { temperature = 0, max_tokens = 512 }
+```
 """
 
 from __future__ import annotations
@@ -63,10 +70,10 @@ SCHEMA: dict[str, Any] = {
             "type": "object",
             "description": "Decoding settings every call must record.",
             "properties": {
-                "temperature": {"type": "number", "minimum": 0},
-                "top_p": {"type": "number", "minimum": 0, "maximum": 1},
-                "max_tokens": {"type": "integer", "minimum": 1},
-                "seed": {"type": "integer"},
+                "temperature": {"type": "number", "minimum": 0, "description": "Sampling temperature."},
+                "top_p": {"type": "number", "minimum": 0, "maximum": 1, "description": "Nucleus mass."},
+                "max_tokens": {"type": "integer", "minimum": 1, "description": "Output token limit."},
+                "seed": {"type": "integer", "description": "Sampling seed sent with each call."},
             },
             "additionalProperties": False,
         },

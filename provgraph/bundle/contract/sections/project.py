@@ -1,4 +1,12 @@
-"""``[project]``: the project's name and the base IRI its node IRIs are minted under."""
+"""``[project]``: the project's name and the base IRI its node IRIs are minted under.
+
+```toml
+[project]
+name = "cxr-pilot"
+base_iri = "https://example.org/cxr-pilot/"   # node IRIs are minted under this prefix
+strict = false        # true: missing identity evidence (restrict rules) blocks the gate too
+```
+"""
 
 from __future__ import annotations
 

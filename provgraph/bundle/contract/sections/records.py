@@ -63,6 +63,33 @@ LEAVES: dict[str, str] = {
 }
 #: Targets that are objects: ``prompt`` has two keys, the others any.
 CONTAINERS = {"prompt": ("system", "user"), "decoding": None, "meta": None}
+#: What each target is, for the reference (``provgraph contract ingest``).
+MEANING: dict[str, str] = {
+    "call_id": "The call's id, as the plan names it (required).",
+    "status": "The call's final state: ok, error, refused, length, ... (required).",
+    "output": "The response file, relative to the bundle.",
+    "request_id": "The provider's request id.",
+    "finish_reason": "The provider's finish reason as reported (stop, length, ...).",
+    "started_at": "When the request was sent (ISO 8601).",
+    "ended_at": "When the response ended (ISO 8601).",
+    "image": "The model-visible image file, relative to the bundle.",
+    "image_sha256": "The image's SHA-256 as taken at the request.",
+    "requested_model": "The model identifier the request named.",
+    "resolved_model": "The model the response reports (the snapshot).",
+    "prompt_sha256": "SHA-256 of the prompt sent, when the text is not recorded.",
+    "prompt_source": "Where the prompt was captured: request, constant, config, summary or unknown.",
+    "request_sha256": "SHA-256 of the request body as sent.",
+    "output_sha256": "SHA-256 of the response text.",
+    "output_bytes": "Size of the response text in bytes.",
+    "error": "The provider's message for a failed call.",
+    "output_text": "The response text itself (recorded as output_sha256 and output_bytes, not stored).",
+    "prompt": "The prompt text sent: system and user.",
+    "prompt.system": "The system prompt text as sent.",
+    "prompt.user": "The user prompt text as sent.",
+    "decoding": "Decoding settings by name (temperature, top_p, max_tokens, seed, ...).",
+    "meta": "Free keys for the benchmark's own use.",
+    "x_": "Free x_<name> fields for the benchmark's own use.",
+}
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv"}
 _X = r"^x_[A-Za-z0-9_]+$"
 
@@ -92,18 +119,19 @@ _SCALAR = {"type": ["string", "number", "boolean"]}
 
 def _targets(value: dict[str, Any], open_value: dict[str, Any]) -> dict[str, Any]:
     """The schema of ``fields`` (value = a spec) or ``constants`` (value = a scalar)."""
-    props: dict[str, Any] = {name: value for name in LEAVES}
+    props: dict[str, Any] = {name: {**value, "description": MEANING[name]} for name in LEAVES}
     props["prompt"] = {
         "type": "object",
-        "properties": {"system": value, "user": value},
+        "properties": {p: {**value, "description": MEANING[f"prompt.{p}"]} for p in ("system", "user")},
         "additionalProperties": False,
+        "description": MEANING["prompt"],
     }
-    props["decoding"] = {"type": "object", "additionalProperties": value}
-    props["meta"] = {"type": "object", "additionalProperties": open_value}
+    props["decoding"] = {"type": "object", "additionalProperties": value, "description": MEANING["decoding"]}
+    props["meta"] = {"type": "object", "additionalProperties": open_value, "description": MEANING["meta"]}
     return {
         "type": "object",
         "properties": props,
-        "patternProperties": {_X: open_value},
+        "patternProperties": {_X: {**open_value, "description": MEANING["x_"]}},
         "additionalProperties": False,
     }
 
@@ -112,15 +140,25 @@ ENTRY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "glob": {"type": "string", "minLength": 1, "description": "The files, relative to the bundle."},
-        "format": {"enum": sorted(set(FORMATS.values()))},
+        "format": {
+            "enum": sorted(set(FORMATS.values())),
+            "description": "How the files are read (default: from the glob's suffix).",
+        },
         "records": {"type": "string", "minLength": 1, "description": "json: where the records are."},
         "where": {
             "type": "object",
             "additionalProperties": _SCALAR,
             "description": "Field path -> value: only matching records are read (others are skipped).",
         },
-        "fields": _targets(_SPEC, _SPEC),
-        "constants": _targets(_SCALAR, {}),
+        "fields": {
+            **_targets(_SPEC, _SPEC),
+            "description": "Target -> where each record holds it: a field path, a template or a table "
+            "with path or template, map and optional.",
+        },
+        "constants": {
+            **_targets(_SCALAR, {}),
+            "description": "Target -> one value every record of these files gets.",
+        },
     },
     "required": ["glob"],
     "additionalProperties": False,

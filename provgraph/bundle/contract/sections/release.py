@@ -16,6 +16,24 @@ Its presence puts the release clause in force. Keys:
 - ``privacy``: the scan of everything released (``dicom``, built-in ``defaults``, extra
   ``patterns`` by name, ``allow`` expressions that clear a match).
 - ``limits``: archive reading limits (members, bytes per member, total bytes, ratio).
+
+```toml
+[release]
+name = "cxr-pilot"
+version = "1.1"
+include = ["README.md", "results/**", "figures/*.png"]
+derived = ["figures/*.png"]                 # each needs a build record
+
+[[release.values]]
+name = "cochran_q"
+value = "182.29"
+aliases = ["Q"]
+
+[[release.entities]]
+key = "model-b"
+canonical = "GPT-4o"
+variants = ["GPT-4V"]
+```
 """
 
 from __future__ import annotations
@@ -80,17 +98,31 @@ SCHEMA: dict[str, Any] = {
         "values": {
             "type": "array",
             "default": [],
+            "description": "The registry: every number the released texts may state, with its status.",
             "items": {
                 "type": "object",
                 "properties": {
-                    "name": {"type": "string", "minLength": 1},
-                    "value": {"type": ["string", "number"]},
-                    "status": {"enum": ["current", "superseded", "withdrawn"], "default": "current"},
-                    "aliases": {**_GLOBS, "default": []},
+                    "name": {"type": "string", "minLength": 1, "description": "Statistic name (cochran_q)."},
+                    "value": {
+                        "type": ["string", "number"],
+                        "description": 'The value as the texts write it ("182.29", "12/40", "31%").',
+                    },
+                    "status": {
+                        "enum": ["current", "superseded", "withdrawn"],
+                        "default": "current",
+                        "description": "current: may be stated; superseded or withdrawn: stating it is a "
+                        "stale claim.",
+                    },
+                    "aliases": {
+                        **_GLOBS,
+                        "default": [],
+                        "description": "Other names the texts give the statistic (Q for cochran_q).",
+                    },
                     "statistic": {
                         "type": "string",
                         "pattern": _IRI_REF,
-                        "description": "an IRI (absolute, or relative to base_iri) without spaces",
+                        "description": "IRI of the pg:Statistic that recomputes it (absolute, or relative "
+                        "to base_iri; no spaces).",
                     },
                 },
                 "required": ["name", "value"],
@@ -100,14 +132,31 @@ SCHEMA: dict[str, Any] = {
         "entities": {
             "type": "array",
             "default": [],
+            "description": "Canonical names and counts the released texts must agree with.",
             "items": {
                 "type": "object",
                 "properties": {
-                    "key": {"type": "string", "minLength": 1},
-                    "canonical": {"type": "string", "minLength": 1},
-                    "variants": {**_GLOBS, "default": []},
-                    "count": {"type": "integer", "minimum": 0},
-                    "nouns": {**_GLOBS, "default": []},
+                    "key": {"type": "string", "minLength": 1, "description": "The entity's key."},
+                    "canonical": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "The name the texts must use (GPT-4o).",
+                    },
+                    "variants": {
+                        **_GLOBS,
+                        "default": [],
+                        "description": "Stale names that must not appear (GPT-4V).",
+                    },
+                    "count": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": 'How many there are, as a text states it before a noun ("5 models").',
+                    },
+                    "nouns": {
+                        **_GLOBS,
+                        "default": [],
+                        "description": "The nouns a count is written before (models, VLMs).",
+                    },
                 },
                 "required": ["key"],
                 "anyOf": [{"required": ["canonical"]}, {"required": ["count", "nouns"]}],
@@ -117,26 +166,59 @@ SCHEMA: dict[str, Any] = {
         "privacy": {
             "type": "object",
             "default": {},
+            "description": "The privacy scan of everything released (a finding blocks the release).",
             "properties": {
-                "dicom": {"type": "boolean", "default": True},
-                "defaults": {"type": "boolean", "default": True},
+                "dicom": {
+                    "type": "boolean",
+                    "default": True,
+                    "description": "A DICOM file (by suffix or DICM magic) in the release is a finding.",
+                },
+                "defaults": {
+                    "type": "boolean",
+                    "default": True,
+                    "description": "Scan with the built-in patterns (e-mail, SSN, MIMIC-style ids, DICOM "
+                    "UIDs, labelled patient fields).",
+                },
                 "patterns": {
                     "type": "object",
                     "additionalProperties": {"type": "string", "minLength": 1},
                     "default": {},
+                    "description": "Name -> regular expression: extra patterns scanned for.",
                 },
-                "allow": {**_GLOBS, "default": []},
+                "allow": {
+                    **_GLOBS,
+                    "default": [],
+                    "description": "Regular expressions that clear a match (a known-safe identifier).",
+                },
             },
             "additionalProperties": False,
         },
         "limits": {
             "type": "object",
             "default": {},
+            "description": "What an archive that is imported or verified may hold before it is refused "
+            "as a decompression bomb.",
             "properties": {
-                "max_members": {"type": "integer", "minimum": 1},
-                "max_member_bytes": {"type": "integer", "minimum": 1},
-                "max_total_bytes": {"type": "integer", "minimum": 1},
-                "max_ratio": {"type": "number", "exclusiveMinimum": 1},
+                "max_members": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Most members (unset: 100000).",
+                },
+                "max_member_bytes": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Largest member, uncompressed bytes (unset: 1 GiB).",
+                },
+                "max_total_bytes": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Largest total, uncompressed bytes (unset: 4 GiB).",
+                },
+                "max_ratio": {
+                    "type": "number",
+                    "exclusiveMinimum": 1,
+                    "description": "Largest uncompressed / compressed size ratio (unset: 200).",
+                },
             },
             "additionalProperties": False,
         },
