@@ -148,3 +148,24 @@ def test_the_draft_flags_aliases_and_names_what_it_could_not_infer(cli, tmp_path
     r = cli("init", str(other))
     assert r.code == 0 and "mutable alias" not in (other / "provgraph.toml").read_text()
     assert "[conditions] A, B" in r.out
+
+
+def test_inspect_logs_state_their_own_plan(cli, tmp_path: Path) -> None:
+    """Real Inspect AI logs (``tests/fixtures/inspect_ai/``, written by Inspect itself; the
+    hand-written contract is the one ``tests/test_inspect_ai.py`` passes the gate with): the
+    draft's plan is the logs' own (the selected sample ids x epochs), not a frozen file."""
+    from test_inspect_ai import REAL, REAL_CONTRACT  # the hand-written contract of those logs
+
+    root = tmp_path / "bundle"
+    root.mkdir()
+    for log in REAL.iterdir():
+        shutil.copy(log, root / log.name)
+    (root / "provgraph.toml").write_text(
+        '[project]\nname = "t"\nbase_iri = "https://example.org/t/"\n' + REAL_CONTRACT, encoding="utf-8"
+    )
+    expected, _ = _verdict(cli, root)
+    (root / "provgraph.toml").unlink()
+    r = cli("init", str(root))
+    assert r.code == 0 and "[plan] from the eval logs' own plan" in r.out
+    assert "\n[plan]\n" in (root / "provgraph.toml").read_text() and not (root / "plan.csv").exists()
+    assert _verdict(cli, root)[0] == expected == "pass"

@@ -81,6 +81,9 @@ def _plan(draft: Draft, store, base: str) -> None:
     if len(files) == 1:
         draft.plan_file, draft.plan_source = files[0], f"the bundle's own plan file {files[0]}"
         return
+    if draft.detected.get("inspect-log"):
+        draft.plan_source = "the eval logs' own plan (eval.dataset.sample_ids x epochs, as requested)"
+        return
     query = "SELECT DISTINCT ?cid WHERE { ?r a pg:BatchRequest ; pg:customId ?cid }"
     ids = [r["cid"] for r in _select(store, query)]
     if ids:

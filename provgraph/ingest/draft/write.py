@@ -55,6 +55,8 @@ def contract_text(draft: Draft, name: str, base_iri: str) -> str:
 def _plan(draft: Draft) -> list[str]:
     if draft.plan_file:
         return [f"# from {draft.plan_source}", "[plan]", f"file = {_q(draft.plan_file)}", ""]
+    if draft.plan_source and not draft.plan_rows:  # a harness log that states its own plan
+        return [f"# from {draft.plan_source}", "[plan]", ""]
     if draft.plan_rows:
         n = len(draft.plan_rows)
         return [
