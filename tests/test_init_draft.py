@@ -169,3 +169,18 @@ def test_inspect_logs_state_their_own_plan(cli, tmp_path: Path) -> None:
     assert r.code == 0 and "[plan] from the eval logs' own plan" in r.out
     assert "\n[plan]\n" in (root / "provgraph.toml").read_text() and not (root / "plan.csv").exists()
     assert _verdict(cli, root)[0] == expected == "pass"
+
+
+def test_a_bad_record_is_named_and_costs_only_itself(cli, tmp_path: Path) -> None:
+    """A batch input line that is not JSON is named with its line; the other requests still
+    freeze the plan."""
+    root = tmp_path / "bundle"
+    write_anthropic(root, Scenario(CALLS))
+    requests = root / "batches" / "msgbatch_01_requests.jsonl"
+    requests.write_text(requests.read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
+    for name in ("provgraph.toml", "plan.csv"):
+        (root / name).unlink()
+    r = cli("init", str(root))
+    assert r.code == 0, r.err
+    assert "records left out of the draft: batches/msgbatch_01_requests.jsonl:5:" in r.out
+    assert len(_rows(root / "plan.csv")) == 4

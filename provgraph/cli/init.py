@@ -81,24 +81,25 @@ def _write(path: Path, text: str) -> None:
 
 def _draft(folder: Path, contract: Path, template: str, name: str, base: str, force: bool) -> None:
     # lazy: drafting ingests the folder, which only this path of the command needs
+    from provgraph.bundle.layout import Bundle
     from provgraph.ingest.draft.infer import infer
     from provgraph.ingest.draft.write import PLAN_FILE, contract_text, plan_csv, sections_to_confirm
 
     old = contract.read_text(encoding="utf-8") if contract.exists() else None
+    plan = folder / PLAN_FILE
+    old_plan = plan.read_text(encoding="utf-8") if plan.exists() else None
     _write(contract, template)  # the importers need a contract to read the folder under
     try:
         draft = infer(folder)
-        plan = folder / PLAN_FILE
-        if draft.plan_rows and plan.exists() and not force:
+        if draft.plan_rows and old_plan is not None and not force:
             raise UsageError(f"{plan} already exists; not overwritten (--force replaces it)")
         if draft.plan_rows:
             _write(plan, plan_csv(draft))
         _write(contract, contract_text(draft, name, base))
+        Bundle.open(folder)  # the draft validates, or nothing of it stays
     except BaseException:
-        if old is None:
-            contract.unlink(missing_ok=True)
-        else:
-            _write(contract, old)
+        _restore(contract, old)
+        _restore(plan, old_plan)
         raise
     say = _plain
     say(f"drafted {contract} from the artifacts" + (f" and {plan}" if draft.plan_rows else ""))
@@ -117,6 +118,13 @@ def _draft(folder: Path, contract: Path, template: str, name: str, base: str, fo
     for line in draft.unknown:
         say(f"  {line}")
     say("confirm: " + "; ".join(sections_to_confirm(draft)))
+
+
+def _restore(path: Path, text: str | None) -> None:
+    if text is None:
+        path.unlink(missing_ok=True)
+    else:
+        _write(path, text)
 
 
 def _plain(line: str) -> None:

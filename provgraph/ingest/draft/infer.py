@@ -56,7 +56,8 @@ def infer(folder: Path) -> Draft:
     with tempfile.TemporaryDirectory(prefix="provgraph-draft-") as scratch:
         store = open_store(Path(scratch) / "store")  # on disk: memory stays bounded on big folders
         try:
-            ingest_paths(store, bundle, [bundle.root])
+            results, problems = ingest_paths(store, bundle, [bundle.root])
+            _unread(draft, results, problems)
             base = bundle.contract.base_iri
             _plan(draft, store, base)
             _models_and_conditions(draft, store, base)
@@ -65,6 +66,19 @@ def infer(folder: Path) -> Draft:
     draft.cohort_files = sorted(p for n in COHORT_IMPORTERS for p in draft.detected.get(n, []))
     draft.texts = _texts(folder)
     return draft
+
+
+def _unread(draft: Draft, results: list, problems: list) -> None:
+    """What the draft could not read: planning problems, failed sources, rejected records."""
+    for problem in problems:
+        draft.unknown.append(f"not read: {problem}")
+    for result in results:
+        if result.outcome == "failed":
+            draft.unknown.append(f"not read: {result.error or result.rel}")
+        rejected = [p for p in result.problems if not p.kept]
+        if rejected:
+            more = f" (+{len(rejected) - 1} more)" if len(rejected) > 1 else ""
+            draft.unknown.append(f"records left out of the draft: {rejected[0]}{more}")
 
 
 def _select(store, query: str) -> list[dict[str, str]]:
