@@ -291,8 +291,8 @@ def test_init_creates_a_bundle(cli, tmp_path: Path) -> None:
     text = (folder / "provgraph.toml").read_text()
     assert 'name = "My Study"' in text and 'base_iri = "https://example.org/my-study/"' in text
     assert (folder / ".provgraph" / ".gitignore").read_text() == "*\n"
-    assert cli("init", str(folder)).code == 0  # idempotent, never overwrites
-    assert "already exists" in cli("init", str(folder)).out
+    again = cli("init", str(folder))  # never overwrites: one line, exit 2
+    assert again.code == 2 and "already exists; not overwritten" in again.err
     assert cli("-C", str(folder), "ingest").code == 0
     # a fresh contract puts no clause in force: the gate is EMPTY, no pass, and says what to add
     r = cli("-C", str(folder), "check")
