@@ -111,15 +111,41 @@ class Recorder:
         :param image: the model-visible image file the request carries, hashed now.
         :raises: whatever ``send`` raises, after recording the call as ``error``.
         """
+        record = self.begin(call_id, request, image=image)
+        try:
+            response = send(**dict(request))
+        except Exception as err:
+            self.fail(record, f"{type(err).__name__}: {err}")
+            raise
+        self.finish(record, response)
+        return response
+
+    def begin(
+        self,
+        call_id: str,
+        body: Mapping[str, Any],
+        *,
+        image: str | Path | None = None,
+        sent: bytes | None = None,
+    ) -> dict[str, Any]:
+        """The record of a request about to be sent (not yet written).
+
+        :param body: the request object; with ``sent`` (the HTTP body bytes as they went out,
+            which the SDK wrappers capture) the record is taken from those bytes instead, so a
+            prompt rewritten anywhere between the harness and the wire is recorded as sent.
+        """
         if not isinstance(call_id, str) or not call_id.strip():
             raise ValueError("call_id must be a non-empty string")
-        body = dict(request)
+        if sent is not None:
+            body = json.loads(sent)
+        body = dict(body)
         record: dict[str, Any] = {"call_id": call_id, "status": "pending"}
         record["requested_model"] = body.get("model")
         prompt = prompt_from_messages(body.get("messages", []), body.get("system"))
         record["prompt"] = {"system": prompt.system, "user": prompt.user}
         record["prompt_sha256"] = prompt.sha256
         record["prompt_source"] = "request"
+        # canonical JSON, as the batch importers hash a request line, so the two compare
         record["request_sha256"] = hashlib.sha256(canonical_json(body)).hexdigest()
         record["decoding"] = decoding_settings(body)
         if image is not None:
@@ -129,12 +155,10 @@ class Recorder:
         elif len(prompt.images) == 1:
             record["image_sha256"] = prompt.images[0]
         record["started_at"] = _now()
-        try:
-            response = send(**body)
-        except Exception as err:
-            record.update(status="error", error=f"{type(err).__name__}: {err}", ended_at=_now())
-            self._append(record)
-            raise
+        return record
+
+    def finish(self, record: dict[str, Any], response: Any) -> None:
+        """Complete ``record`` from a response: write the output file, then append the record."""
         record["ended_at"] = _now()
         seen = read_response(response)
         text = seen.pop("text")
@@ -143,11 +167,17 @@ class Recorder:
         record["output_sha256"] = hashlib.sha256(data).hexdigest()
         record["output_bytes"] = len(data)
         if self.outputs is not None:
-            target = self.outputs / f"{call_id}.txt"
+            target = self.outputs / f"{record['call_id']}.txt"
             _write_atomic(target, data)
             record["output"] = self._rel(target)
         self._append(record)
-        return response
+
+    def fail(self, record: dict[str, Any], error: str, request_id: str | None = None) -> None:
+        """Append ``record`` as an ``error`` attempt (an error, never an answer)."""
+        record.update(status="error", error=error, ended_at=_now())
+        if request_id:
+            record["request_id"] = request_id
+        self._append(record)
 
     def _rel(self, path: Path) -> str:
         path = path if path.is_absolute() else Path.cwd() / path
