@@ -301,3 +301,46 @@ def test_retried_call_passes_the_output_clause(tmp_path: Path) -> None:
         recorded.create(call_id, model="gpt-4o", messages=messages, temperature=0, max_tokens=256)
     assert len(records(tmp_path / "b" / "calls.jsonl")) == 5  # C1 twice
     assert gate(tmp_path / "b").passed
+
+
+def responses_object(parts: list[dict[str, Any]], status: str = "completed", reason: str | None = None):
+    """A Responses API object (https://platform.openai.com/docs/api-reference/responses/object)."""
+    item = {"type": "message", "id": "msg_67cc", "status": "completed", "role": "assistant", "content": parts}
+    return {
+        "id": "resp_67cc",
+        "object": "response",
+        "created_at": 1741476542,
+        "status": status,
+        "incomplete_details": {"reason": reason} if reason else None,
+        "model": "gpt-4o-2024-08-06",
+        "output": [item],
+        "usage": {"input_tokens": 20, "output_tokens": 5, "total_tokens": 25},
+    }
+
+
+@pytest.mark.parametrize(
+    ("reply", "status", "text"),
+    [
+        (responses_object([{"type": "output_text", "text": "Clear.", "annotations": []}]), "ok", "Clear."),
+        (
+            responses_object(
+                [{"type": "output_text", "text": "The", "annotations": []}], "incomplete", "max_output_tokens"
+            ),
+            "length",
+            "The",
+        ),
+        (responses_object([{"type": "refusal", "refusal": "I can't help."}]), "refused", "I can't help."),
+    ],
+)
+def test_openai_responses_api(tmp_path: Path, reply: dict[str, Any], status: str, text: str) -> None:
+    server = Server(reply)
+    recorder = Recorder(tmp_path / "calls.jsonl", outputs="outputs")
+    recorded = RecordedOpenAI(openai_client(server), recorder, api="responses")
+    recorded.create(
+        "C1", model="gpt-4o", instructions="Describe every finding.", input="Study s1.", max_output_tokens=64
+    )
+    [rec] = records(tmp_path / "calls.jsonl")
+    assert rec["status"] == status and rec["resolved_model"] == "gpt-4o-2024-08-06"
+    assert rec["prompt"] == {"system": "Describe every finding.", "user": "Study s1."}
+    assert rec["decoding"] == {"max_tokens": 64}
+    assert (tmp_path / rec["output"]).read_text() == text

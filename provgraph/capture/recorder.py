@@ -67,8 +67,10 @@ def read_response(response: Any) -> dict[str, Any]:
         blocks = _get(response, "content") or []
         text = "".join(str(_get(b, "text", "")) for b in blocks if _get(b, "type") == "text")
         status = finish_status(reason)
+    elif _get(response, "output") is not None:  # OpenAI Responses API
+        text, reason, status = _read_responses_output(response)
     else:
-        raise TypeError(f"cannot read a {type(response).__name__} response (no choices and no content)")
+        raise TypeError(f"cannot read a {type(response).__name__} response (no choices, content or output)")
     request_id = _get(response, "_request_id") or _get(response, "request_id") or _get(response, "id")
     return {
         "resolved_model": _get(response, "model"),
@@ -77,6 +79,42 @@ def read_response(response: Any) -> dict[str, Any]:
         "status": status,
         "text": text,
     }
+
+
+def _read_responses_output(response: Any) -> tuple[str, str | None, str]:
+    """Text, finish reason and status of a Responses API object: ``output`` message items
+    with ``output_text`` / ``refusal`` parts, ``status`` and ``incomplete_details.reason``
+    (https://platform.openai.com/docs/api-reference/responses/object)."""
+    texts: list[str] = []
+    refused = False
+    for item in _get(response, "output") or []:
+        for part in _get(item, "content") or []:
+            kind = _get(part, "type")
+            if kind == "output_text":
+                texts.append(str(_get(part, "text", "")))
+            elif kind == "refusal":
+                refused = True
+                texts.append(str(_get(part, "refusal", "")))
+    reason = _get(_get(response, "incomplete_details"), "reason")
+    state = _get(response, "status")
+    if refused:
+        status = "refused"
+    elif state in ("failed", "cancelled"):
+        status = "error" if state == "failed" else "canceled"
+    elif reason:
+        status = "length" if reason == "max_output_tokens" else "refused"
+    else:
+        status = "ok"
+    return "".join(texts), reason or state, status
+
+
+def _request_prompt(body: Mapping[str, Any]) -> Any:
+    """The prompt of a chat / messages body or of a Responses body (``input``, ``instructions``)."""
+    if "messages" not in body and "input" in body:
+        given = body["input"]
+        messages = [{"role": "user", "content": given}] if isinstance(given, str) else given
+        return prompt_from_messages(messages, body.get("instructions"))
+    return prompt_from_messages(body.get("messages", []), body.get("system"))
 
 
 class Recorder:
@@ -141,13 +179,13 @@ class Recorder:
         body = dict(body)
         record: dict[str, Any] = {"call_id": call_id, "status": "pending"}
         record["requested_model"] = body.get("model")
-        prompt = prompt_from_messages(body.get("messages", []), body.get("system"))
+        prompt = _request_prompt(body)
         record["prompt"] = {"system": prompt.system, "user": prompt.user}
         record["prompt_sha256"] = prompt.sha256
         record["prompt_source"] = "request"
         # canonical JSON, as the batch importers hash a request line, so the two compare
         record["request_sha256"] = hashlib.sha256(canonical_json(body)).hexdigest()
-        record["decoding"] = decoding_settings(body)
+        record["decoding"] = decoding_settings({k: v for k, v in body.items() if k != "instructions"})
         if image is not None:
             path = Path(image)
             record["image"] = self._rel(path)

@@ -1,15 +1,17 @@
 """Record provider-SDK calls from the HTTP bytes they send: the OpenAI and Anthropic wrappers.
 
 ``RecordedOpenAI(client, recorder).create("C001", **request)`` sends through
-``client.chat.completions.create``; ``RecordedAnthropic(client, recorder).create(...)``
-through ``client.messages.create``. Each wrapper adds an httpx event hook to the SDK's own
-HTTP client, so every attempt the SDK makes (its own retries on 429 / 5xx and on transport
-errors included) is seen as the body bytes that went out and the status that came back. A
-call writes one record per attempt: each failed attempt as ``error`` (with the HTTP status and
-the provider's request id), then the last one as the response's finish state, or as ``error``
-when the SDK gave up. The record is taken from the bytes sent, not from the caller's dict, so a
-prompt rewritten after the harness built its request (a patched template, a wrapped ``create``)
-is recorded as what the provider received.
+``client.chat.completions.create`` (``RecordedOpenAI(client, recorder, api="responses")``
+through ``client.responses.create``); ``RecordedAnthropic(client, recorder).create(...)``
+through ``client.messages.create``. Each wrapper adds an event hook to the SDK's own HTTP
+client (an ``httpx`` / ``httpx2`` client, as the SDK version uses), so every attempt the SDK
+makes (its own retries on 429 / 5xx and on transport errors included) is seen as the body
+bytes that went out and the status that came back. A call writes one record per attempt:
+each failed attempt as ``error`` (with the HTTP status and the provider's request id), then
+the last one as the response's finish state, or as ``error`` when the SDK gave up. The record
+is taken from the bytes sent, not from the caller's dict, so a prompt rewritten after the
+harness built its request (a patched template, a wrapped ``create``) is recorded as what the
+provider received.
 """
 
 from __future__ import annotations
@@ -134,10 +136,14 @@ class WireRecorder:
 
 
 class RecordedOpenAI(WireRecorder):
-    """``client.chat.completions.create`` recorded at the wire."""
+    """``client.chat.completions.create`` (``api="chat"``) or ``client.responses.create``
+    (``api="responses"``) recorded at the wire."""
 
-    def __init__(self, client: Any, recorder: Recorder):
-        super().__init__(client, recorder, client.chat.completions.create)
+    def __init__(self, client: Any, recorder: Recorder, api: str = "chat"):
+        if api not in ("chat", "responses"):
+            raise ValueError(f"api must be 'chat' or 'responses', got {api!r}")
+        send = client.chat.completions.create if api == "chat" else client.responses.create
+        super().__init__(client, recorder, send)
 
 
 class RecordedAnthropic(WireRecorder):
