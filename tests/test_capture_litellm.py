@@ -21,6 +21,7 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM fetches a price list at import
 import litellm
+from conftest import TEST_SECRET
 from test_capture_sdk import write_bundle
 from test_record import CALLS, SYSTEM, gate
 
@@ -158,3 +159,58 @@ def test_recorded_benchmark_passes_and_a_constant_prompt_is_caught(tmp_path: Pat
         "prompt-identical-across-conditions",
         "prompt-differs-from-declared",
     }
+
+
+def record_reviewer_run(root: Path, fail: str | None = None) -> None:
+    """Seed 002's loop over the example's plan, every call through LiteLLM and the recorder;
+    the call ``fail`` fails on its last attempt while the harness's reviews.json (generated
+    beside it) still holds a verdict for it."""
+    rows = (root / "plan.csv").read_text().splitlines()[1:]
+    snapshot = {
+        "claude_sonnet": "claude-sonnet-4-6",
+        "claude_opus": "claude-opus-4-6",
+        "gpt_4o": "gpt-4o-2024-08-06",
+    }
+    with logging_to(root / "calls.jsonl"):
+        for row in rows:
+            call_id, case, condition = row.split(",")[:3]
+            model = next(v for k, v in snapshot.items() if condition.startswith(k))
+            messages = [
+                {"role": "system", "content": "You are a methods expert."},
+                {"role": "user", "content": case},
+            ]
+            reply: Any = response("stop", '{"verdict": "PASS"}')
+            reply.model = model
+            if call_id == fail:
+                reply = "litellm.InternalServerError"
+            with contextlib.suppress(litellm.exceptions.InternalServerError):
+                litellm.completion(
+                    model=model,
+                    max_tokens=512,
+                    messages=messages,
+                    mock_response=reply,
+                    metadata={"call_id": call_id},
+                )
+        wait_records(root / "calls.jsonl", len(rows))
+
+
+def test_reviewer_harness_recorded_beside_its_reviews(tmp_path: Path, monkeypatch) -> None:
+    """The example reviewer bundle (examples/llm_review, seed 002's layout) with a recorder's
+    calls.jsonl beside reviews.json: a review is the harness's reading of the recorded call, not
+    a second answer (no duplicate), and a call the record says failed is not successful
+    whatever verdict the harness wrote for it."""
+    from examples_support import generator, run_cli  # the examples' generator and in-process CLI
+
+    monkeypatch.setenv("PROVGRAPH_SECRET", TEST_SECRET)
+    gen = generator("llm_review")
+    outcomes = {}
+    for name, fail in (("recorded", None), ("failed", "gpt_4o--script_05--1")):
+        root = gen.generate(tmp_path / name, "clean")
+        record_reviewer_run(root, fail)
+        assert run_cli("-C", str(root), "-q", "ingest")[0] == 0
+        report = tmp_path / f"{name}.json"
+        code, _ = run_cli("-C", str(root), "-q", "check", "--format", "json", "--output", str(report))
+        fired = [r for r in json.loads(report.read_text())["rules"] if r["violations"]]
+        outcomes[name] = (code, {r["id"]: len(r["violations"]) for r in fired})
+    assert outcomes["recorded"] == (0, {})
+    assert outcomes["failed"] == (1, {"output-call-not-successful": 1})
