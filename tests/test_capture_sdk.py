@@ -26,6 +26,7 @@ import openai
 import pytest
 from test_record import CALLS, CONTRACT, SYSTEM, gate
 
+from provgraph.capture import wire
 from provgraph.capture.recorder import Recorder
 from provgraph.capture.wire import RecordedAnthropic, RecordedOpenAI
 from provgraph.evidence.identity import canonical_json, prompt_sha256
@@ -344,3 +345,21 @@ def test_openai_responses_api(tmp_path: Path, reply: dict[str, Any], status: str
     assert rec["prompt"] == {"system": "Describe every finding.", "user": "Study s1."}
     assert rec["decoding"] == {"max_tokens": 64}
     assert (tmp_path / rec["output"]).read_text() == text
+
+
+def test_a_body_that_is_not_json_falls_back_to_the_request(tmp_path: Path) -> None:
+    """A client whose hook saw no JSON body (a transport that re-encodes it): the call's
+    response still reaches the caller and its record says the prompt was not seen as sent."""
+    server = Server(chat("Fine."))
+    client = openai_client(server)
+    recorder = Recorder(tmp_path / "calls.jsonl")
+    recorded = RecordedOpenAI(client, recorder)
+
+    def garble(request: httpx2.Request) -> None:
+        wire._ATTEMPTS.get()[-1]["sent"] = b"\x1f\x8b not json"
+
+    hooks = client._client.event_hooks
+    client._client.event_hooks = {**hooks, "request": [*hooks["request"], garble]}
+    assert recorded.create("C1", **REQUEST).choices[0].message.content == "Fine."
+    [rec] = records(tmp_path / "calls.jsonl")
+    assert rec["status"] == "ok" and rec["prompt_source"] == "unknown"

@@ -123,16 +123,27 @@ class WireRecorder:
         error: str | None = None,
     ) -> None:
         for attempt in attempts[:-1]:  # the SDK retried past these
-            record = self.recorder.begin(call_id, request, sent=attempt["sent"])
+            record = self._begin(call_id, request, attempt)
             self.recorder.fail(record, _attempt_error(attempt), attempt.get("request_id"))
         last = attempts[-1] if attempts else {}
-        record = self.recorder.begin(call_id, request, sent=last.get("sent"))
+        record = self._begin(call_id, request, last)
         if error is not None:
             self.recorder.fail(record, error, last.get("request_id"))
             return
         if last.get("request_id"):
             record["request_id"] = last["request_id"]
         self.recorder.finish(record, response)
+
+
+    def _begin(self, call_id: str, request: dict[str, Any], attempt: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.recorder.begin(call_id, request, sent=attempt.get("sent"))
+        except (ValueError, UnicodeDecodeError):
+            # a body that is not a JSON request (none of these SDKs' calls sends one): the
+            # call went out, so its record must not cost the caller the response
+            record = self.recorder.begin(call_id, request)
+            record["prompt_source"] = "unknown"
+            return record
 
 
 class RecordedOpenAI(WireRecorder):
