@@ -134,7 +134,6 @@ class WireRecorder:
             record["request_id"] = last["request_id"]
         self.recorder.finish(record, response)
 
-
     def _begin(self, call_id: str, request: dict[str, Any], attempt: dict[str, Any]) -> dict[str, Any]:
         try:
             return self.recorder.begin(call_id, request, sent=attempt.get("sent"))
