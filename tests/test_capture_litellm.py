@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import time
@@ -20,14 +21,16 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM fetches a price list at import
+import httpx2
 import litellm
+import openai
 from conftest import TEST_SECRET
-from test_capture_sdk import write_bundle
+from test_capture_sdk import chat, write_bundle
 from test_record import CALLS, SYSTEM, gate
 
 from provgraph.capture.litellm_callback import RecordingLogger
 from provgraph.capture.recorder import Recorder
-from provgraph.evidence.identity import prompt_sha256
+from provgraph.evidence.identity import canonical_json, prompt_sha256
 
 MESSAGES = [
     {"role": "system", "content": "You are a methods expert."},
@@ -85,6 +88,34 @@ def test_success(recorded: Path) -> None:
     assert rec["prompt_sha256"] == prompt_sha256("You are a methods expert.", "Review s01.py")
     assert rec["request_id"].startswith("chatcmpl-")
     assert (recorded.parent / rec["output"]).read_text() == '{"verdict": "FAIL"}'
+
+
+def test_provider_body_as_sent(recorded: Path) -> None:
+    """LiteLLM's real OpenAI provider path (its own OpenAI client given as ``client``, over an
+    httpx2 mock transport): the record hashes the body LiteLLM built, which is the body sent,
+    and names the provider's request id from the response headers."""
+    sent: list[bytes] = []
+
+    def server(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request.content)
+        return httpx2.Response(200, json=chat("No acute findings."), headers={"x-request-id": "req_7"})
+
+    client = openai.OpenAI(
+        api_key="sk-test", http_client=httpx2.Client(transport=httpx2.MockTransport(server))
+    )
+    litellm.completion(
+        model="openai/gpt-4o",
+        messages=MESSAGES,
+        temperature=0,
+        max_tokens=64,
+        client=client,
+        api_key="sk-test",
+        metadata={"call_id": "C1"},
+    )
+    [rec] = wait_records(recorded, 1)
+    assert rec["request_sha256"] == hashlib.sha256(canonical_json(json.loads(sent[0]))).hexdigest()
+    assert rec["request_id"] == "req_7" and rec["resolved_model"] == "gpt-4o-2024-08-06"
+    assert rec["decoding"] == {"temperature": 0, "max_tokens": 64}
 
 
 @pytest.mark.parametrize(("finish", "status"), [("length", "length"), ("content_filter", "refused")])

@@ -53,7 +53,10 @@ def _body(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The request as sent: the provider body when LiteLLM built one, else its resolved inputs."""
     sent = _mapping(_mapping(kwargs.get("additional_args")).get("complete_input_dict"))
     if sent.get("messages") is not None:
-        body = dict(sent)
+        body = {k: v for k, v in sent.items() if k not in _NOT_SENT}
+        extra = sent.get("extra_body")
+        if isinstance(extra, Mapping):  # the provider SDK merges it into the body it sends
+            body.update(extra)
         body.setdefault("model", kwargs.get("model"))
         return body
     params = {k: v for k, v in _mapping(kwargs.get("optional_params")).items() if k not in _NOT_SENT}
@@ -83,7 +86,7 @@ class RecordingLogger(CustomLogger):
         if record is None:
             return
         try:
-            self.recorder.finish(record, response_obj)
+            self.recorder.finish(record, response_obj, _request_id(response_obj))
         except (TypeError, ValueError) as err:  # a response of no chat shape: an error, not an answer
             self.recorder.fail(record, f"unreadable response: {err}", _request_id(response_obj))
 

@@ -195,10 +195,16 @@ class Recorder:
         record["started_at"] = _now()
         return record
 
-    def finish(self, record: dict[str, Any], response: Any) -> None:
-        """Complete ``record`` from a response: write the output file, then append the record."""
+    def finish(self, record: dict[str, Any], response: Any, request_id: str | None = None) -> None:
+        """Complete ``record`` from a response: write the output file, then append the record.
+
+        :param request_id: the provider's request id when the response object lacks it (a
+            header the caller saw); default: the response's own.
+        """
         record["ended_at"] = _now()
         seen = read_response(response)
+        if request_id:
+            seen["request_id"] = request_id
         text = seen.pop("text")
         record.update({k: v for k, v in seen.items() if v is not None})
         data = text.encode("utf-8")
