@@ -67,8 +67,10 @@ def read_response(response: Any) -> dict[str, Any]:
         blocks = _get(response, "content") or []
         text = "".join(str(_get(b, "text", "")) for b in blocks if _get(b, "type") == "text")
         status = finish_status(reason)
+    elif _get(response, "output") is not None:  # OpenAI Responses API
+        text, reason, status = _read_responses_output(response)
     else:
-        raise TypeError(f"cannot read a {type(response).__name__} response (no choices and no content)")
+        raise TypeError(f"cannot read a {type(response).__name__} response (no choices, content or output)")
     request_id = _get(response, "_request_id") or _get(response, "request_id") or _get(response, "id")
     return {
         "resolved_model": _get(response, "model"),
@@ -77,6 +79,42 @@ def read_response(response: Any) -> dict[str, Any]:
         "status": status,
         "text": text,
     }
+
+
+def _read_responses_output(response: Any) -> tuple[str, str | None, str]:
+    """Text, finish reason and status of a Responses API object: ``output`` message items
+    with ``output_text`` / ``refusal`` parts, ``status`` and ``incomplete_details.reason``
+    (https://platform.openai.com/docs/api-reference/responses/object)."""
+    texts: list[str] = []
+    refused = False
+    for item in _get(response, "output") or []:
+        for part in _get(item, "content") or []:
+            kind = _get(part, "type")
+            if kind == "output_text":
+                texts.append(str(_get(part, "text", "")))
+            elif kind == "refusal":
+                refused = True
+                texts.append(str(_get(part, "refusal", "")))
+    reason = _get(_get(response, "incomplete_details"), "reason")
+    state = _get(response, "status")
+    if refused:
+        status = "refused"
+    elif state in ("failed", "cancelled"):
+        status = "error" if state == "failed" else "canceled"
+    elif reason:
+        status = "length" if reason == "max_output_tokens" else "refused"
+    else:
+        status = "ok"
+    return "".join(texts), reason or state, status
+
+
+def _request_prompt(body: Mapping[str, Any]) -> Any:
+    """The prompt of a chat / messages body or of a Responses body (``input``, ``instructions``)."""
+    if "messages" not in body and "input" in body:
+        given = body["input"]
+        messages = [{"role": "user", "content": given}] if isinstance(given, str) else given
+        return prompt_from_messages(messages, body.get("instructions"))
+    return prompt_from_messages(body.get("messages", []), body.get("system"))
 
 
 class Recorder:
@@ -111,17 +149,43 @@ class Recorder:
         :param image: the model-visible image file the request carries, hashed now.
         :raises: whatever ``send`` raises, after recording the call as ``error``.
         """
+        record = self.begin(call_id, request, image=image)
+        try:
+            response = send(**dict(request))
+        except Exception as err:
+            self.fail(record, f"{type(err).__name__}: {err}")
+            raise
+        self.finish(record, response)
+        return response
+
+    def begin(
+        self,
+        call_id: str,
+        body: Mapping[str, Any],
+        *,
+        image: str | Path | None = None,
+        sent: bytes | None = None,
+    ) -> dict[str, Any]:
+        """The record of a request about to be sent (not yet written).
+
+        :param body: the request object; with ``sent`` (the HTTP body bytes as they went out,
+            which the SDK wrappers capture) the record is taken from those bytes instead, so a
+            prompt rewritten anywhere between the harness and the wire is recorded as sent.
+        """
         if not isinstance(call_id, str) or not call_id.strip():
             raise ValueError("call_id must be a non-empty string")
-        body = dict(request)
+        if sent is not None:
+            body = json.loads(sent)
+        body = dict(body)
         record: dict[str, Any] = {"call_id": call_id, "status": "pending"}
         record["requested_model"] = body.get("model")
-        prompt = prompt_from_messages(body.get("messages", []), body.get("system"))
+        prompt = _request_prompt(body)
         record["prompt"] = {"system": prompt.system, "user": prompt.user}
         record["prompt_sha256"] = prompt.sha256
         record["prompt_source"] = "request"
+        # canonical JSON, as the batch importers hash a request line, so the two compare
         record["request_sha256"] = hashlib.sha256(canonical_json(body)).hexdigest()
-        record["decoding"] = decoding_settings(body)
+        record["decoding"] = decoding_settings({k: v for k, v in body.items() if k != "instructions"})
         if image is not None:
             path = Path(image)
             record["image"] = self._rel(path)
@@ -129,25 +193,35 @@ class Recorder:
         elif len(prompt.images) == 1:
             record["image_sha256"] = prompt.images[0]
         record["started_at"] = _now()
-        try:
-            response = send(**body)
-        except Exception as err:
-            record.update(status="error", error=f"{type(err).__name__}: {err}", ended_at=_now())
-            self._append(record)
-            raise
+        return record
+
+    def finish(self, record: dict[str, Any], response: Any, request_id: str | None = None) -> None:
+        """Complete ``record`` from a response: write the output file, then append the record.
+
+        :param request_id: the provider's request id when the response object lacks it (a
+            header the caller saw); default: the response's own.
+        """
         record["ended_at"] = _now()
         seen = read_response(response)
+        if request_id:
+            seen["request_id"] = request_id
         text = seen.pop("text")
         record.update({k: v for k, v in seen.items() if v is not None})
         data = text.encode("utf-8")
         record["output_sha256"] = hashlib.sha256(data).hexdigest()
         record["output_bytes"] = len(data)
         if self.outputs is not None:
-            target = self.outputs / f"{call_id}.txt"
+            target = self.outputs / f"{record['call_id']}.txt"
             _write_atomic(target, data)
             record["output"] = self._rel(target)
         self._append(record)
-        return response
+
+    def fail(self, record: dict[str, Any], error: str, request_id: str | None = None) -> None:
+        """Append ``record`` as an ``error`` attempt (an error, never an answer)."""
+        record.update(status="error", error=error, ended_at=_now())
+        if request_id:
+            record["request_id"] = request_id
+        self._append(record)
 
     def _rel(self, path: Path) -> str:
         path = path if path.is_absolute() else Path.cwd() / path

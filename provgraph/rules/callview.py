@@ -9,7 +9,10 @@ between conditions). This module derives, for every call node (``call/<id>``, wh
 :data:`SLOT`, which the rules read:
 
 ``pg:attemptCount``
-    records (``pg:CallRecord``) answering the call, in any file or batch
+    records (``pg:CallRecord``) answering the call, in any file or batch; a harness's review
+    of a call (``pg:Review``) counts only when no record of the request itself (a recorder's
+    call record, a batch result) answers the call: otherwise it is the harness's reading of
+    that attempt, not another one (seed 002's reviews.json beside a recorder's calls.jsonl)
 ``pg:okCount``
     those with status ``ok``
 ``pg:finalRecord`` / ``pg:finalStatus``
@@ -51,7 +54,7 @@ log = logging.getLogger(__name__)
 
 SLOT = "derived:call-evidence"
 #: bumped whenever the view changes shape
-VIEW_VERSION = "1"
+VIEW_VERSION = "2"
 #: Slots that are derived, not imported: no input of the view (nor of the statistics).
 DERIVED_PREFIXES = ("check:", "analysis:", "derived:")
 
@@ -66,8 +69,9 @@ _EVIDENCE = {
     "id": "SELECT DISTINCT ?call ?v WHERE { ?n pg:forCall ?call ; pg:callId ?v "
     "FILTER NOT EXISTS { ?call a pg:PlannedCall } }",
 }
-_RECORDS = """SELECT ?call ?rec ?status ?ended ?path ?line WHERE {
+_RECORDS = """SELECT ?call ?rec ?status ?ended ?path ?line ?review WHERE {
   ?rec a pg:CallRecord ; pg:forCall ?call .
+  BIND(EXISTS { ?rec a pg:Review } AS ?review)
   OPTIONAL { ?rec pg:status ?status }
   OPTIONAL { ?rec pg:endedAt ?ended }
   OPTIONAL { ?rec pg:sourceFile/pg:path ?path }
@@ -112,6 +116,7 @@ def fingerprint(store: Store) -> str:
 def gather(store: Store) -> dict[str, CallEvidence]:
     """Every call's evidence, keyed by the call node's IRI."""
     calls: dict[str, CallEvidence] = defaultdict(CallEvidence)
+    reviews: dict[str, list[Attempt]] = defaultdict(list)
     for r in store.select(_P + _RECORDS):
         attempt = Attempt(
             r["ended"].value if r["ended"] else "",  # type: ignore[union-attr]
@@ -120,7 +125,13 @@ def gather(store: Store) -> dict[str, CallEvidence]:
             r["rec"].value,  # type: ignore[union-attr]
             r["status"].value if r["status"] else "",  # type: ignore[union-attr]
         )
-        calls[r["call"].value].records.append(attempt)  # type: ignore[union-attr]
+        if r["review"] is not None and r["review"].value == "true":
+            reviews[r["call"].value].append(attempt)  # type: ignore[union-attr]
+        else:
+            calls[r["call"].value].records.append(attempt)  # type: ignore[union-attr]
+    for call, read in reviews.items():
+        if not calls[call].records:  # no record of the request: the review is the attempt
+            calls[call].records.extend(read)
     for r in store.select(_P + _EVIDENCE["image"]):
         calls[r["call"].value].images.add(r["v"].value)  # type: ignore[union-attr]
     file_shas: dict[str, set[str]] = defaultdict(set)
