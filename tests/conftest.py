@@ -5,6 +5,7 @@ real entry point (exit codes, stderr lines)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass
@@ -28,6 +29,24 @@ PLAN_CONTRACT = CONTRACT + '\n[plan]\nfile = "plan.csv"\n'
 def write_bundle(root: Path, files: dict[str, str | bytes], contract: str = PLAN_CONTRACT) -> Path:
     """:func:`provgraph.ingest.testing.write_bundle`, with a contract that names a plan file."""
     return testing.write_bundle(root, files, contract)
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` with a fixed author, dates and no user configuration; its stdout."""
+    env = {
+        "GIT_AUTHOR_NAME": "A",
+        "GIT_AUTHOR_EMAIL": "a@example.org",
+        "GIT_COMMITTER_NAME": "A",
+        "GIT_COMMITTER_EMAIL": "a@example.org",
+        "GIT_AUTHOR_DATE": "2026-07-18T00:00:00+00:00",
+        "GIT_COMMITTER_DATE": "2026-07-18T00:00:00+00:00",
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+        "HOME": str(repo.parent),
+    }
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
 
 
 def copy_bundle(src: Path, dst: Path) -> Path:

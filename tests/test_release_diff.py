@@ -19,14 +19,13 @@ import io
 import json
 import re
 import shutil
-import subprocess
 import tomllib
 import zipfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import write_bundle
+from conftest import git, write_bundle
 from examples_support import generator, run_cli
 
 gen = generator("cxr_pilot")
@@ -132,20 +131,6 @@ CONTRACT = (
     '[project]\nname = "t"\nbase_iri = "https://example.org/t/"\n\n[release]\nversion = "1.1"\n'
     'include = ["*.md"]\ntexts = ["*.md"]\narchives = ["*.zip"]\n'
 )
-
-
-def git(repo: Path, *args: str) -> None:
-    env = {
-        "GIT_AUTHOR_NAME": "A",
-        "GIT_AUTHOR_EMAIL": "a@example.org",
-        "GIT_COMMITTER_NAME": "A",
-        "GIT_COMMITTER_EMAIL": "a@example.org",
-        "GIT_AUTHOR_DATE": "2026-07-18T00:00:00+00:00",
-        "GIT_COMMITTER_DATE": "2026-07-18T00:00:00+00:00",
-        "PATH": "/usr/bin:/bin:/usr/local/bin",
-        "HOME": str(repo.parent),
-    }
-    subprocess.run(["git", "-C", str(repo), *args], env=env, capture_output=True, check=True)
 
 
 def a_zip(members: dict[str, str]) -> bytes:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from conftest import ingest_bundle, write_bundle
+from conftest import git, ingest_bundle, write_bundle
 
 from provgraph.evidence.claims import Registry, numbers
 from provgraph.lineage.gate import run_gate
@@ -266,23 +265,6 @@ def test_registry_mentions_and_matches() -> None:
     ]
     (number,) = numbers("Q = 182.29")
     assert [v.name for v in registry.match(number)] == ["q"]
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {
-        "GIT_AUTHOR_NAME": "A",
-        "GIT_AUTHOR_EMAIL": "a@example.org",
-        "GIT_COMMITTER_NAME": "A",
-        "GIT_COMMITTER_EMAIL": "a@example.org",
-        "GIT_AUTHOR_DATE": "2026-07-18T00:00:00+00:00",
-        "GIT_COMMITTER_DATE": "2026-07-18T00:00:00+00:00",
-        "PATH": "/usr/bin:/bin:/usr/local/bin",
-        "HOME": str(repo.parent),
-    }
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program")
