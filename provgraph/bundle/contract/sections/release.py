@@ -13,6 +13,10 @@ Its presence puts the release clause in force. Keys:
   (IRI of the pg:Statistic that recomputes it, relative to the base IRI).
 - ``entities``: canonical names (``canonical`` and stale ``variants``) and counts (``count``
   written before one of ``nouns``: "5 models").
+- ``bind``: where the texts' names differ from the recomputed ones, ``rows`` (row label ->
+  condition key) and ``columns`` (header -> statistic name); ``positives`` / ``negatives``: how
+  many positive and negative items the texts' rates are over, when they do not say;
+  ``integer_data``: headers whose means are of integer data (checked with GRIM).
 - ``privacy``: the scan of everything released (``dicom``, built-in ``defaults``, extra
   ``patterns`` by name, ``allow`` expressions that clear a match).
 - ``limits``: archive reading limits (members, bytes per member, total bytes, ratio).
@@ -162,6 +166,45 @@ SCHEMA: dict[str, Any] = {
                 "anyOf": [{"required": ["canonical"]}, {"required": ["count", "nouns"]}],
                 "additionalProperties": False,
             },
+        },
+        "bind": {
+            "type": "object",
+            "default": {},
+            "description": "How the numbers of the texts' tables and sentences are bound to the "
+            "statistics that recompute them, where the written names differ from the recomputed ones.",
+            "properties": {
+                "rows": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string"},
+                    "default": {},
+                    "description": "Row label as written -> condition key ('' leaves the row unbound).",
+                },
+                "columns": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string"},
+                    "default": {},
+                    "description": "Column header or label as written -> statistic name ('' leaves the "
+                    "column unbound).",
+                },
+                "positives": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Number of positive items (flawed scripts, abnormal studies) the "
+                    "texts' rates are over, when the texts do not state it.",
+                },
+                "negatives": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Number of negative items (sound scripts, normal studies), likewise.",
+                },
+                "integer_data": {
+                    **_GLOBS,
+                    "default": [],
+                    "description": "Column headers or labels whose means are of integer-valued data "
+                    "(Likert items, counts): such means are checked with GRIM.",
+                },
+            },
+            "additionalProperties": False,
         },
         "privacy": {
             "type": "object",
