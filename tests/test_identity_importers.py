@@ -210,6 +210,54 @@ def test_openai_responses_api_input_image_is_hashed(tmp_path: Path) -> None:
     assert got == (hashlib.sha256(jpeg).hexdigest(), prompt)
 
 
+def responses_result(cid: str, parts: list[dict], status: str = "completed", reason: str | None = None) -> dict:
+    """One OpenAI Batch output line of a /v1/responses request: ``response.body`` is a Response
+    object (https://platform.openai.com/docs/api-reference/responses/object): ``output`` message
+    items whose ``content`` holds ``output_text`` or ``refusal`` parts, ``status`` and
+    ``incomplete_details``."""
+    body = {
+        "id": f"resp_{cid}",
+        "object": "response",
+        "model": "gpt-4.1-2025-04-14",
+        "status": status,
+        "incomplete_details": {"reason": reason} if reason else None,
+        "output": [{"type": "message", "id": f"msg_{cid}", "role": "assistant", "content": parts}],
+        "usage": {"input_tokens": 10, "output_tokens": 3},
+    }
+    return {"id": f"b_{cid}", "custom_id": cid, "response": {"status_code": 200, "request_id": cid, "body": body}}
+
+
+def test_openai_responses_api_output_states(tmp_path: Path) -> None:
+    """A refusal in a Responses API body is a ``refusal`` content part of a *completed*
+    response, its text under ``refusal`` (not ``text``); it was imported as an ok call with an
+    empty output, so no output rule saw a blocked answer."""
+    text = {"type": "output_text", "text": "No effusion.", "annotations": []}
+    output = jsonl(
+        responses_result("R1", [text]),
+        responses_result("R2", [{"type": "refusal", "refusal": "I can't help with that."}]),
+        responses_result("R3", [text], status="incomplete", reason="max_output_tokens"),
+        responses_result("R4", [], status="incomplete", reason="content_filter"),
+        responses_result("R5", [], status="failed"),
+    )
+    root = write_bundle(tmp_path / "b", {"batch_output.jsonl": output}, CONTRACT)
+    store, results, _ = ingest_bundle(root)
+    assert problems(results) == []
+    got = rows(
+        store,
+        "?r a pg:BatchResult ; pg:callId ?id ; pg:status ?s . OPTIONAL { ?r pg:outputByteSize ?n }",
+        "id",
+        "s",
+        "n",
+    )
+    assert got == [
+        ("R1", "ok", str(len("No effusion."))),
+        ("R2", "refused", str(len("I can't help with that."))),
+        ("R3", "length", str(len("No effusion."))),
+        ("R4", "refused", "0"),
+        ("R5", "error", "0"),
+    ]
+
+
 def test_anthropic_results_in_any_order_keep_their_types(tmp_path: Path) -> None:
     def ok(cid: str, stop: str) -> dict:
         message = {

@@ -33,7 +33,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from provgraph.evidence.identity import canonical_json, decoding_settings, finish_status, prompt_from_messages
+from provgraph.evidence.identity import (
+    canonical_json,
+    decoding_settings,
+    finish_status,
+    prompt_from_messages,
+    responses_output,
+)
 
 __all__ = ["Recorder"]
 
@@ -68,7 +74,7 @@ def read_response(response: Any) -> dict[str, Any]:
         text = "".join(str(_get(b, "text", "")) for b in blocks if _get(b, "type") == "text")
         status = finish_status(reason)
     elif _get(response, "output") is not None:  # OpenAI Responses API
-        text, reason, status = _read_responses_output(response)
+        text, reason, status = responses_output(response)
     else:
         raise TypeError(f"cannot read a {type(response).__name__} response (no choices, content or output)")
     request_id = _get(response, "_request_id") or _get(response, "request_id") or _get(response, "id")
@@ -79,33 +85,6 @@ def read_response(response: Any) -> dict[str, Any]:
         "status": status,
         "text": text,
     }
-
-
-def _read_responses_output(response: Any) -> tuple[str, str | None, str]:
-    """Text, finish reason and status of a Responses API object: ``output`` message items
-    with ``output_text`` / ``refusal`` parts, ``status`` and ``incomplete_details.reason``
-    (https://platform.openai.com/docs/api-reference/responses/object)."""
-    texts: list[str] = []
-    refused = False
-    for item in _get(response, "output") or []:
-        for part in _get(item, "content") or []:
-            kind = _get(part, "type")
-            if kind == "output_text":
-                texts.append(str(_get(part, "text", "")))
-            elif kind == "refusal":
-                refused = True
-                texts.append(str(_get(part, "refusal", "")))
-    reason = _get(_get(response, "incomplete_details"), "reason")
-    state = _get(response, "status")
-    if refused:
-        status = "refused"
-    elif state in ("failed", "cancelled"):
-        status = "error" if state == "failed" else "canceled"
-    elif reason:
-        status = "length" if reason == "max_output_tokens" else "refused"
-    else:
-        status = "ok"
-    return "".join(texts), reason or state, status
 
 
 def _request_prompt(body: Mapping[str, Any]) -> Any:

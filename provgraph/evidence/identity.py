@@ -252,6 +252,48 @@ def finish_status(reason: str | None) -> str:
     return FINISH_STATUS.get((reason or "").lower(), "ok")
 
 
+def _field(obj: Any, name: str, default: Any = None) -> Any:
+    """Key ``name`` of a dict, or attribute of an SDK object."""
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def responses_output(response: Any) -> tuple[str, str | None, str]:
+    """Text, finish reason and status of an OpenAI Responses API object (a dict or an SDK
+    object): ``output`` message items with ``output_text`` / ``refusal`` parts, ``status`` and
+    ``incomplete_details.reason`` (https://platform.openai.com/docs/api-reference/responses/object).
+
+    A refusal is a content part ``{"type": "refusal", "refusal": "..."}`` in a *completed*
+    response, so it is read from the part, not from ``incomplete_details``.
+
+    >>> responses_output({"status": "completed", "output": [{"type": "message", "content": [
+    ...     {"type": "refusal", "refusal": "I can't help with that."}]}]})
+    ("I can't help with that.", 'completed', 'refused')
+    """
+    texts: list[str] = []
+    refused = False
+    for item in _field(response, "output") or []:
+        for part in _field(item, "content") or []:
+            kind = _field(part, "type")
+            if kind == "output_text":
+                texts.append(str(_field(part, "text", "") or ""))
+            elif kind == "refusal":
+                refused = True
+                texts.append(str(_field(part, "refusal", "") or ""))
+    reason = _field(_field(response, "incomplete_details"), "reason")
+    state = _field(response, "status")
+    if refused:
+        status = "refused"
+    elif state in ("failed", "cancelled"):
+        status = "error" if state == "failed" else "canceled"
+    elif reason:
+        status = "length" if reason == "max_output_tokens" else "refused"
+    else:
+        status = "ok"
+    return "".join(texts), reason or state, status
+
+
 @dataclass
 class Identity:
     """What an importer knows about one call, emitted by :func:`write_identity`."""

@@ -23,6 +23,7 @@ from provgraph.evidence.identity import (
     decoding_settings,
     finish_status,
     prompt_from_messages,
+    responses_output,
 )
 from provgraph.importers.batch import BatchImporter, Rejected, obj, one_line, text, tokens
 
@@ -112,19 +113,13 @@ class OpenAIBatchOutputImporter(BatchImporter):
                 content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
             identity.output_text = refusal if refusal else (content if isinstance(content, str) else "")
         elif "output" in body:  # Responses API
-            texts = [
-                part.get("text", "")
-                for item in body["output"] or []
-                if isinstance(item, dict)
-                for part in item.get("content") or []
-                if isinstance(part, dict) and part.get("type") in ("output_text", "refusal")
-            ]
-            identity.output_text = "".join(texts)
+            if not isinstance(body["output"], (list, type(None))):
+                raise Rejected("response.body.output must be a list")
+            identity.output_text, _, status = responses_output(body)
             details = body.get("incomplete_details") or {}
             reason = details.get("reason") if isinstance(details, dict) else None
-            status = "length" if reason == "max_output_tokens" else "refused" if reason else "ok"
             if body.get("status") not in (None, "completed", "incomplete"):
-                status = "error"
+                status = "error"  # failed, cancelled, or never finished (queued, in_progress)
         else:
             raise Rejected("response.body has neither choices nor output")
         extra.update(status=status, finish_reason=reason if isinstance(reason, str) else None)
