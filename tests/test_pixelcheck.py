@@ -141,6 +141,26 @@ def test_missing_or_changed_source_is_named(tmp_path: Path) -> None:
     assert len(messages) == 6 and not report.passed
 
 
+def test_a_source_without_file_meta_is_rendered_as_ingest_read_it(tmp_path: Path) -> None:
+    """A source DICOM saved without preamble and file meta (a bare data set, as pydicom writes it
+    with ``enforce_file_format=False``; the ``dicom`` importer reads such files with
+    ``force=True``) is re-rendered by the pixel view exactly as ingest read it, not named "not a
+    readable DICOM file" (which failed the pixel clause for want of evidence)."""
+    root = tmp_path / "b"
+    paths = cp.write_benchmark(root, "openai", {s: "uninverted" for s in FILM})
+    for study, _, _ in cp.STUDIES:
+        ds = dcmread(root / paths[study])
+        del ds.file_meta
+        ds.preamble = None
+        ds.save_as(root / paths[study], enforce_file_format=False)
+        assert (root / paths[study]).read_bytes()[128:132] != b"DICM"
+    store, report = gate(root)
+    assert {v.verdict for v in pixelview.judge_all(store)} == {"correct", "inverted"}
+    assert {report.short(v.focus) for v in result(report).violations} == {
+        f"call/{c}--{s}--1" for c in cp.CONDITIONS for s in FILM
+    }
+
+
 def test_declared_source_pattern_links_a_flat_layout(tmp_path: Path) -> None:
     """``[pixel] sources`` links DICOMs whose path holds no case key; without it they are missing."""
     root = tmp_path / "b"

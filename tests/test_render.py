@@ -128,6 +128,22 @@ def test_rendering_is_deterministic(tmp_path: Path) -> None:
     assert first["image_sha256"] == second["image_sha256"]
 
 
+@pytest.mark.parametrize("implicit", [True, False])
+def test_a_bare_data_set_renders_as_its_file_does(tmp_path: Path, implicit: bool) -> None:
+    """A data set saved without preamble and file meta (``enforce_file_format=False``, as old
+    ACR-NEMA-style files are) has no Transfer Syntax UID; its pixels are native in the encoding
+    its elements were read in, so it renders to the same pixels as the same data set with meta."""
+    whole, _ = render(tmp_path, "whole", photometric="MONOCHROME1")
+    ds = pydicom.dcmread(tmp_path / "dicom" / "whole.dcm")
+    del ds.file_meta
+    ds.preamble = None
+    bare = tmp_path / "dicom" / "bare.dcm"
+    ds.save_as(bare, implicit_vr=implicit, little_endian=True, enforce_file_format=False)
+    assert bare.read_bytes()[128:132] != b"DICM"
+    render_file(bare, tmp_path / "out" / "bare.png")
+    assert np.array_equal(png(tmp_path / "out" / "bare.png"), whole)
+
+
 def test_what_cannot_be_rendered(tmp_path: Path) -> None:
     (tmp_path / "notes.dcm").write_text("not dicom")
     with pytest.raises(RenderError, match=r"notes.dcm: not a DICOM file"):

@@ -337,9 +337,33 @@ def read_dataset(source: Path, data: bytes) -> Any:
         if parsed is None:
             raise RenderError(name, reason or "unreadable DICOM")
         try:
-            return dcmread(io.BytesIO(data), force=parsed.bare)
+            ds = dcmread(io.BytesIO(data), force=parsed.bare)
         except (InvalidDicomError, *PYDICOM_DATA_ERRORS) as err:
             raise RenderError(name, f"unreadable DICOM ({type(err).__name__}: {_line(err)})") from err
+    if parsed.bare:
+        _bare_syntax(ds)
+    return ds
+
+
+def _bare_syntax(ds: Any) -> None:
+    """Give a bare data set (no file meta) the transfer syntax it was read in.
+
+    Without file meta there is no Transfer Syntax UID, but there is also no encapsulated
+    pixel data (PS3.5 A.4: encapsulation needs a declared syntax), so the pixels are native and
+    their encoding is the one pydicom found reading the elements (``original_encoding``)."""
+    # lazy: pydicom loads only when a file is rendered
+    from pydicom.dataset import FileMetaDataset
+    from pydicom.uid import ExplicitVRBigEndian, ExplicitVRLittleEndian, ImplicitVRLittleEndian
+
+    implicit, little = ds.original_encoding
+    if implicit is None or (implicit and not little):
+        return  # not read as any syntax there is: decode() names the missing syntax
+    meta = getattr(ds, "file_meta", None) or FileMetaDataset()
+    if "TransferSyntaxUID" not in meta:
+        meta.TransferSyntaxUID = (
+            ImplicitVRLittleEndian if implicit else ExplicitVRLittleEndian if little else ExplicitVRBigEndian
+        )
+        ds.file_meta = meta
 
 
 def render_file(

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from provgraph.capture.renderer import render_dataset
+from provgraph.capture.renderer import read_dataset, render_dataset
 from provgraph.errors import InputError
 from provgraph.evidence.pixels import grid_from_hex, grid_of_array, grid_of_bytes, judge
 from provgraph.rdf.terms import IRI, TripleWriter
@@ -199,23 +199,13 @@ class Renderer:
         if hashlib.sha256(data).hexdigest() != dicom.sha256:
             return Reference(error="has changed since it was imported (ingest again)")
         try:
-            pixels = render_dataset(_dataset(data, dicom.path), dicom.path, window).pixels
+            pixels = render_dataset(read_dataset(Path(path), data), dicom.path, window).pixels
         except InputError as err:
             return Reference(error=f"cannot be rendered: {err.reason}")
         except Exception as err:  # a malformed LUT or header the renderer trips on: bad input, not a bug
             return Reference(error=f"cannot be rendered ({type(err).__name__})")
         png_sha256 = hashlib.sha256(png_bytes(pixels)).hexdigest() if hashed else None
         return Reference(png_sha256, grid_of_array(pixels))
-
-
-def _dataset(data: bytes, name: str) -> Any:
-    # lazy: pydicom is loaded only when a source is re-rendered
-    from pydicom import dcmread
-
-    try:
-        return dcmread(io.BytesIO(data))
-    except Exception as err:  # pydicom raises many types for a malformed file
-        raise InputError(name, f"not a readable DICOM file ({type(err).__name__})") from err
 
 
 def png_bytes(pixels: Any) -> bytes:
