@@ -23,6 +23,9 @@ _MARKUP = re.compile(r"<[A-Za-z/!?]|&")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,8}|#[xX][0-9A-Fa-f]{1,8}|[A-Za-z][A-Za-z0-9]{1,31});")
 _TABLE_TAG = re.compile(r"<(/?)table\b", re.IGNORECASE)
 _RAW_TEXT = ("script", "style", "textarea", "title")
+#: what a ``<`` that opens no tag is fed to html.parser as (one character, so positions hold),
+#: and written back as ``<`` in a cell's text
+_STRAY = "\uff1c"
 
 
 def _blank(text: str) -> str:
@@ -89,7 +92,7 @@ def _markup_end(text: str, lower: str, at: int, end: int) -> int:
 def _parseable(text: str, lower: str, start: int, end: int) -> str:
     """``text[start:end]`` as html.parser can read in linear time, positions kept: comments and
     raw-text elements (script, style) blanked, and a ``<`` that opens no whole tag (another
-    ``<`` or the end comes before its ``>``) written as a space. html.parser rescans an
+    ``<`` or the end comes before its ``>``) written as :data:`_STRAY` (text to the parser). html.parser rescans an
     unclosed comment or tag once per later ``<``: quadratic in a hostile text."""
     out: list[str] = []
     i, close = start, -1
@@ -107,7 +110,7 @@ def _parseable(text: str, lower: str, start: int, end: int) -> str:
                 close = end  # no tag closes after here: every later "<" is text
         after = text.find("<", at + 1, close) if close < end else at + 1
         if close >= end or after >= 0:
-            out.append(" ")
+            out.append(_STRAY)
             i = at + 1
             continue
         name = re.match(r"<([A-Za-z]+)", text[at : min(close, at + 12)])
@@ -147,7 +150,7 @@ def view(lines: Sequence[tuple[int, str]], fmt: str) -> list[tuple[int, str]]:
     tables of a Markdown text), delimiters written as ``|`` in CSV, others as they are."""
     if fmt == "csv":
         return [(n, _csv_view(t)) for n, t in lines]
-    if fmt not in ("html", "markdown"):
+    if fmt not in ("html", "markdown") or not lines:
         return list(lines)
     text = "\n".join(t for _, t in lines)
     if fmt == "markdown":
@@ -246,7 +249,8 @@ class _Parser(HTMLParser):
             top.cell = None
             return
         start, span, parts = top.cell
-        top.row.append(self.source.cell(" ".join("".join(parts).split()), start, at, span))
+        text = " ".join("".join(parts).replace(_STRAY, "<").split())
+        top.row.append(self.source.cell(text, start, at, span))
         top.cell = None
 
     def _close_row(self, top: _Builder, at: int) -> None:
