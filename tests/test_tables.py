@@ -171,13 +171,14 @@ def test_latex_rows_over_lines_hline_header_and_escapes() -> None:
         "  0.91 \\\\[2pt]\n"
         "% B & 0.11 & 0.22 \\\\\n"
         "\\begin{tabular}{@{}c@{}}C\\\\v2\\end{tabular} & 88 & 0.85 \\\\\n"
-        "\\multirow{2}{*}{D} & 70 & 0.70 \\\\ \\hline\n"
+        "\\multirow{2}{*}{D} & 70 & 0.70 \\\\\n"
+        " & 71 & 0.71 \\\\ \\hline\n"
         "\\end{tabular}\n"
     )
     lines = lines_of(text)
     (table,) = find_tables(lines, "latex")
     assert table.columns == ("Model", "DR (%)", "F1") and table.units == (None, "percent", None)
-    assert [r.label for r in table.rows] == ["R&D model", "C v2", "D"]
+    assert [r.label for r in table.rows] == ["R&D model", "C v2", "D", "D"]  # \multirow covers the row below
     first = table.rows[0]
     assert [(c.line, c.column) for c in first.cells] == [(3, 1), (3, 14), (4, 3)]
     assert first.cells[2].number_lines == (4,) and first.cells[2].numbers[0].column == 2
@@ -216,7 +217,7 @@ HTML = (
     '<html><body><p>Images at <img width="0.5" src="a.png"> scale.</p>\n'
     "<table>\n<caption>Main results &amp; more</caption>\n"
     '<thead><tr><th rowspan=2>Model</th><th colspan="2">Rates</th></tr>\n'
-    "<tr><th></th><th>DR (%)</th><th>FPR</th></tr></thead>\n"
+    "<tr><th>DR (%)</th><th>FPR</th></tr></thead>\n"
     "<tbody><tr><td>Claude</td><td></td><td></td></tr>\n"
     "<tr><th>A</th><td><b>94</b></td><td>17&#37;</td></tr>\n"
     "<tr><td>B &lt;v2&gt;</td><td>88</td><td>\n  0.25</td></tr>\n"
@@ -451,3 +452,31 @@ def test_unclosed_html_markup_is_read_as_text_not_as_cells_of_its_own() -> None:
     assert [[n.text for c in r.cells for n in c.numbers] for r in table.rows] == [["0.5"]]
     (table,) = find_tables(lines_of("<table><tr><td>a <td 0.25 <td>0.75</td></tr></table>\n"), "html")
     assert [c.text for c in table.rows[0].cells] == ["a <td 0.25", "0.75"]
+
+
+def test_html_rowspan_covers_the_cells_below() -> None:
+    """HTML omits the cells a rowspan covers (HTML Living Standard, 4.9.11 "forming a table"):
+    the cells after it shift right, and the covered row's label is the spanning cell's."""
+    text = (
+        "<table><tr><th>Model</th><th>Prompt</th><th>F1</th></tr>\n"
+        "<tr><td rowspan=2>GPT-4o</td><td>plain</td><td>0.84</td></tr>\n"
+        "<tr><td>taxonomy</td><td>0.90</td></tr></table>\n"
+    )
+    (table,) = find_tables(lines_of(text), "html")
+    assert table.columns == ("Model", "Prompt", "F1")
+    assert [(r.label, [c.text for c in r.cells]) for r in table.rows] == [
+        ("GPT-4o", ["GPT-4o", "plain", "0.84"]),
+        ("GPT-4o", ["", "taxonomy", "0.90"]),
+    ]
+    assert table.rows[1].cells[0].span == 0
+
+
+def test_a_table_is_read_with_at_most_max_columns() -> None:
+    """A hostile row of 10^4 cells: the table keeps MAX_COLUMNS columns (every row is padded to
+    the width); the numbers past it are still claims of the line scan, just without a cell."""
+    from provgraph.evidence.tables import MAX_COLUMNS
+
+    width = 10_000
+    text = "|" + " h |" * width + "\n" + "|-" * width + "|\n" + "| 0.5 " * width + "|\n| x | 0.6 |\n"
+    (table,) = find_tables(lines_of(text), "markdown")
+    assert len(table.columns) == MAX_COLUMNS and [len(r.cells) for r in table.rows] == [MAX_COLUMNS] * 2

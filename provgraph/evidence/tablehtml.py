@@ -15,6 +15,7 @@ import html
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import replace
 from html.parser import HTMLParser
 
 from provgraph.evidence.tables import Problem, RawCell, Table, build_table, span_numbers
@@ -92,8 +93,9 @@ def _markup_end(text: str, lower: str, at: int, end: int) -> int:
 def _parseable(text: str, lower: str, start: int, end: int) -> str:
     """``text[start:end]`` as html.parser can read in linear time, positions kept: comments and
     raw-text elements (script, style) blanked, and a ``<`` that opens no whole tag (another
-    ``<`` or the end comes before its ``>``) written as :data:`_STRAY` (text to the parser). html.parser rescans an
-    unclosed comment or tag once per later ``<``: quadratic in a hostile text."""
+    ``<`` or the end comes before its ``>``) written as :data:`_STRAY`, text to the parser.
+    html.parser rescans an unclosed comment or tag once per later ``<``: quadratic in a
+    hostile text."""
     out: list[str] = []
     i, close = start, -1
     while (at := text.find("<", i, end)) >= 0:
@@ -174,6 +176,14 @@ class _Builder:
         self.head = False  # inside <thead>
         self.row_head = False  # the row is in <thead> or has <th> cells only
         self.cell: tuple[int, int, list[str]] | None = None  # start offset, colspan, text
+        self.rowspan = 1
+
+
+def _span(attrs: list[tuple[str, str | None]], name: str) -> int:
+    """A colspan or rowspan attribute: 1 unless a number, at most 1000 (HTML's own limits are
+    1000 and 65534)."""
+    value = (dict(attrs).get(name) or "1").strip()
+    return max(1, min(int(value), 1000)) if value.isdigit() else 1
 
 
 class _Parser(HTMLParser):
@@ -213,9 +223,8 @@ class _Parser(HTMLParser):
                 top.row, top.row_head = [], True
             if tag == "td":
                 top.row_head = False
-            span = dict(attrs).get("colspan") or "1"
-            colspan = int(span) if span.strip().isdigit() else 1
-            top.cell = (at + len(self.get_starttag_text() or ""), max(1, min(colspan, 1000)), [])
+            top.cell = (at + len(self.get_starttag_text() or ""), _span(attrs, "colspan"), [])
+            top.rowspan = _span(attrs, "rowspan")
         elif tag == "br" and top.cell:
             top.cell[2].append(" ")
 
@@ -250,7 +259,7 @@ class _Parser(HTMLParser):
             return
         start, span, parts = top.cell
         text = " ".join("".join(parts).replace(_STRAY, "<").split())
-        top.row.append(self.source.cell(text, start, at, span))
+        top.row.append(replace(self.source.cell(text, start, at, span), rowspan=top.rowspan))
         top.cell = None
 
     def _close_row(self, top: _Builder, at: int) -> None:
