@@ -480,3 +480,19 @@ def test_a_table_is_read_with_at_most_max_columns() -> None:
     text = "|" + " h |" * width + "\n" + "|-" * width + "|\n" + "| 0.5 " * width + "|\n| x | 0.6 |\n"
     (table,) = find_tables(lines_of(text), "markdown")
     assert len(table.columns) == MAX_COLUMNS and [len(r.cells) for r in table.rows] == [MAX_COLUMNS] * 2
+
+
+def test_markdown_captions() -> None:
+    """Pandoc's table_captions extension (a paragraph ``Table: ...`` or ``: ...`` before or after
+    the table, pandoc.org/MANUAL.html#extension-table_captions), and the ``**Table 2.** ...``
+    line papers' READMEs write above a table."""
+    above = "Table: Detection by model\n\n| m | DR |\n|---|---|\n| a | 0.5 |\n"
+    below = "| m | DR |\n|---|---|\n| a | 0.5 |\n: Detection *by* model\n"
+    numbered = "**Table 2.** Detection by model\n| m | DR |\n|---|---|\n| a | 0.5 |\n\nText.\n"
+    for text, caption in ((above, "Detection by model"), (below, "Detection by model")):
+        (table,) = find_tables(lines_of(text), "markdown")
+        assert (table.caption, len(table.rows)) == (caption, 1)
+    (table,) = find_tables(lines_of(numbered), "markdown")
+    assert table.caption == "Table 2. Detection by model"
+    (table,) = find_tables(lines_of("Some prose.\n\n| m | DR |\n|---|---|\n| a | 0.5 |\n"), "markdown")
+    assert table.caption is None

@@ -369,7 +369,9 @@ def _md_cells(line_no: int, text: str) -> list[RawCell]:
 
 def markdown_tables(lines: Sequence[tuple[int, str]]) -> list[Table]:
     """GFM pipe tables: a header row, a delimiter row with as many cells, then body rows up to
-    a blank line or another block; body rows are cut or padded to the header's width."""
+    a blank line or another block; body rows are cut or padded to the header's width. The
+    caption is a Pandoc ``Table: ...`` (or ``: ...``) paragraph before or after the table, or a
+    ``Table 2. ...`` / ``**Table 2:** ...`` line just above it."""
     tables: list[Table] = []
     fence: str | None = None
     i = 0
@@ -390,10 +392,36 @@ def markdown_tables(lines: Sequence[tuple[int, str]]) -> list[Table]:
         if not width or len(header) != width:
             i += 1
             continue
+        caption = _caption_near(lines, i, -1)
         body: list[list[RawCell]] = []
         i += 2
         while i < len(lines) and lines[i][1].strip() and not _BLOCK_START.match(lines[i][1]):
+            if _PANDOC_CAPTION.match(lines[i][1]) and "|" not in lines[i][1]:
+                break  # Pandoc writes the caption right under the table
             body.append(_md_cells(*lines[i])[:width])
             i += 1
-        tables.append(build_table("markdown", line_no, None, [header], body, width))
+        caption = caption or _caption_near(lines, i - 1, +1)
+        tables.append(build_table("markdown", line_no, caption, [header], body, width))
     return tables
+
+
+_PANDOC_CAPTION = re.compile(r"^\s{0,3}(?:[Tt]able)?:\s+(\S.*)$")
+_NUMBERED_CAPTION = re.compile(r"^\s{0,3}(?:\*\*|__|\*|_)?Table\s+[\w.-]{1,8}[.:]")
+
+
+def _caption_near(lines: Sequence[tuple[int, str]], at: int, step: int) -> str | None:
+    """The caption paragraph next to the table line ``at``: the line above (``step`` -1) or
+    below (+1), or the one after a blank line."""
+    for distance in (1, 2):
+        k = at + step * distance
+        if not 0 <= k < len(lines):
+            return None
+        text = lines[k][1]
+        if not text.strip():
+            continue
+        if m := _PANDOC_CAPTION.match(text):
+            return markdown_text(m.group(1))
+        if step < 0 and _NUMBERED_CAPTION.match(text) and "|" not in text:
+            return markdown_text(text)
+        return None
+    return None
