@@ -261,7 +261,7 @@ def test_raw_html_table_in_markdown() -> None:
     (table,) = find_tables(lines, "markdown")
     assert (table.format, table.columns, table.rows[0].cells[1].text) == ("html", ("m", "F1"), "0.84")
     seen = dict(view(lines, "markdown"))
-    assert seen[1] == "Some <b>0.3</b>" and seen[5].strip() == "a         0.84"
+    assert seen[1] == "Some <b>0.3</b>" and seen[5].rstrip() == "|   |   a|    |   0.84|    |"
 
 
 # --- CSV -----------------------------------------------------------------------------------
@@ -496,3 +496,16 @@ def test_markdown_captions() -> None:
     assert table.caption == "Table 2. Detection by model"
     (table,) = find_tables(lines_of("Some prose.\n\n| m | DR |\n|---|---|\n| a | 0.5 |\n"), "markdown")
     assert table.caption is None
+
+
+def test_html_cells_do_not_lend_their_numbers_to_each_other() -> None:
+    """``<td>17%</td><td>(8/45)</td>`` are two cells: the percentage has no denominator of its
+    own, and 8/45 is a claim of its own (as ``| 17% | (8/45) |`` in Markdown)."""
+    lines = lines_of(
+        "<table><tr><th>m</th><th>FPR</th><th>k/n</th></tr>\n<tr><td>a</td><td>17%</td><td>(8/45)</td></tr></table>\n"
+    )
+    seen = dict(view(lines, "html"))
+    found = [(n.text, n.n) for n in numbers(seen[2])]
+    assert found == [("17%", None), ("8/45", 45)]
+    (table,) = find_tables(lines, "html")
+    assert [[n.text for n in c.numbers] for c in table.rows[0].cells] == [[], ["17%"], ["8/45"]]

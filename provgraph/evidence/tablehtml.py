@@ -2,8 +2,9 @@
 :mod:`provgraph.evidence.tables`, and the view of such a text numbers are read from.
 
 A number is read from what a reader sees, never from markup: :func:`visible` blanks tags,
-comments, scripts and styles and writes each character reference (``&#37;``, ``&lt;``) as its
-character padded with spaces, so every number keeps its line and column in the source. A CSV
+comments, scripts and styles (a table cell's or row's tag as ``|``, so that no number reads its
+neighbour cell's as its denominator) and writes each character reference (``&#37;``, ``&lt;``)
+as its character padded with spaces, so every number keeps its line and column in the source. A CSV
 line is read with its delimiters (outside quotes) written as ``|``: ``0.84,0.39`` would read as
 one token, ``0.84|0.39`` reads as two numbers, in their own columns.
 """
@@ -22,6 +23,7 @@ from provgraph.evidence.tables import Problem, RawCell, Table, build_table, span
 
 _MARKUP = re.compile(r"<[A-Za-z/!?]|&")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,8}|#[xX][0-9A-Fa-f]{1,8}|[A-Za-z][A-Za-z0-9]{1,31});")
+_BOUNDARY = re.compile(r"</?(?:td|th|tr|table|caption|thead|tbody|tfoot)\b", re.IGNORECASE)
 _TABLE_TAG = re.compile(r"<(/?)table\b", re.IGNORECASE)
 _RAW_TEXT = ("script", "style", "textarea", "title")
 #: what a ``<`` that opens no tag is fed to html.parser as (one character, so positions hold),
@@ -67,7 +69,9 @@ def _visible_span(text: str, lower: str, start: int, end: int) -> str:
             out.append(_blank(text[at:end]) if text.startswith("<!--", at) else text[at:end])
             i = end
             break
-        out.append(_blank(text[at:close]))
+        blank = _blank(text[at:close])
+        # a cell or row boundary reads as "|": "17%</td><td>(8/45)" is no "17% (8/45)"
+        out.append("|" + blank[1:] if _BOUNDARY.match(text, at) and blank[0] == " " else blank)
         i = close
     out.append(text[i:end])
     return "".join(out)
