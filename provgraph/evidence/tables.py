@@ -254,6 +254,8 @@ def _raw_columns(cells: Sequence[RawCell], width: int) -> list[RawCell]:
     """The raw cell at each of ``width`` columns (a spanning cell at each column it spans)."""
     out: list[RawCell] = []
     for raw in cells:
+        if len(out) >= width:
+            break  # a hostile row of colspan=1000 cells stops at the width
         out += [raw] * (1 if raw.covered is not None else max(1, raw.span))
     out = out[:width]
     return out + [RawCell("", 0, 0)] * (width - len(out))
