@@ -43,6 +43,7 @@ def assert_numbers_in_one_cell(lines: list[tuple[int, str]], tables: list[Table]
                     in_cells[(line, number.column)] = in_cells.get((line, number.column), 0) + 1
     assert set(in_cells.values()) <= {1}
     body_lines = {line for line, _ in in_cells}
+    body_lines |= {c.line for t in tables for r in t.rows for c in r.cells if c.span and c.text}
     for line in body_lines:
         scanned = {n.column for n in numbers(seen[line], latex=fmt == "latex")}
         cells_here = {column for (at, column) in in_cells if at == line}
