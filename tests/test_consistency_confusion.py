@@ -21,8 +21,8 @@ RATES = sorted(RATE_FORMS)
 def exact(name: str, tp: int, fn: int, fp: int, tn: int) -> Fraction | None:
     num, den = RATE_FORMS[name]
     x = (tp, fn, fp, tn)
-    d = sum(a * v for a, v in zip(den, x))
-    return Fraction(sum(a * v for a, v in zip(num, x)), d) if d else None
+    d = sum(a * v for a, v in zip(den, x, strict=True))
+    return Fraction(sum(a * v for a, v in zip(num, x, strict=True)), d) if d else None
 
 
 def written(name: str, value: Fraction, style: str, decimals: int, mode: str) -> Written:
@@ -130,7 +130,7 @@ def test_search_agrees_with_brute_force(case: tuple[list[Written], int, int]) ->
 
 
 def test_replication_trap_row_is_inconsistent() -> None:
-    """"GPT-4o + taxonomy | 94% | 17% | 0.90" over 18 flawed / 18 sound scripts: DR 94% forces
+    """ "GPT-4o + taxonomy | 94% | 17% | 0.90" over 18 flawed / 18 sound scripts: DR 94% forces
     TP = 17, FPR 17% forces FP = 3, and then F1 = 34/38 = 0.895 prints 0.89, not 0.90."""
     rows = [
         Written("detection_rate", Decimal(94), Decimal(1), percent=True),
@@ -165,7 +165,10 @@ def test_fraction_denominators_state_the_sizes() -> None:
 
 
 def test_sizes_that_disagree_fire() -> None:
-    rows = [Written("detection_rate", Decimal(17), numerator=17, denominator=18), Written("n_positive", Decimal(20))]
+    rows = [
+        Written("detection_rate", Decimal(17), numerator=17, denominator=18),
+        Written("n_positive", Decimal(20)),
+    ]
     result = check(rows)
     assert not result.consistent and "different sizes" in result.note
 
@@ -191,7 +194,11 @@ def test_without_any_n_only_identities_are_checked() -> None:
 
 
 def test_counts_against_rates() -> None:
-    rows = [Written("tp", Decimal(8)), Written("fn", Decimal(2)), Written("detection_rate", Decimal(75), percent=True)]
+    rows = [
+        Written("tp", Decimal(8)),
+        Written("fn", Decimal(2)),
+        Written("detection_rate", Decimal(75), percent=True),
+    ]
     result = check(rows)
     assert not result.consistent and result.counts is not None
     assert len(result.changed) == 1

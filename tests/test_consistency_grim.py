@@ -31,7 +31,9 @@ def test_means_of_integers_always_pass(values: list[int], decimals: int, roundin
 @given(st.integers(1, 60), st.integers(0, 700), st.integers(1, 3))
 def test_agrees_with_brute_force(n: int, hundredths: int, items: int) -> None:
     mean, q = Decimal(hundredths) / 100, Decimal("0.01")
-    possible = any(abs(Fraction(k, n * items) - Fraction(mean)) <= Fraction(1, 200) for k in range(0, 7 * n * items + 2))
+    possible = any(
+        abs(Fraction(k, n * items) - Fraction(mean)) <= Fraction(1, 200) for k in range(0, 7 * n * items + 2)
+    )
     result = grim(mean, q, n, items)
     assert result.consistent == possible
     if not possible:

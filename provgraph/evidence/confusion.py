@@ -122,6 +122,10 @@ class _Ineq:
     source: int
 
 
+def _dot(coefs: Sequence[int], x: Sequence[Any]) -> Any:
+    return sum(a * v for a, v in zip(coefs, x, strict=True))
+
+
 def _constraints(written: Sequence[Written]) -> list[_Ineq]:
     out: list[_Ineq] = []
     for i, w in enumerate(written):
@@ -137,8 +141,8 @@ def _constraints(written: Sequence[Written]) -> list[_Ineq]:
         num, den = RATE_FORMS[w.name]
         d = lcm(lo.denominator, hi.denominator)
         lo_n, hi_n = int(lo * d), int(hi * d)
-        out.append(_Ineq(tuple(d * a - lo_n * b for a, b in zip(num, den)), 0, i))  # type: ignore[arg-type]
-        out.append(_Ineq(tuple(hi_n * b - d * a for a, b in zip(num, den)), 0, i))  # type: ignore[arg-type]
+        out.append(_Ineq(tuple(d * a - lo_n * b for a, b in zip(num, den, strict=True)), 0, i))  # type: ignore[arg-type]
+        out.append(_Ineq(tuple(hi_n * b - d * a for a, b in zip(num, den, strict=True)), 0, i))  # type: ignore[arg-type]
         out.append(_Ineq(den, -1, i))  # the rate is defined: its denominator is not 0
     return out
 
@@ -269,13 +273,10 @@ def check(written: Sequence[Written], positives: int | None = None, negatives: i
 
 def _exact(w: Written, counts: tuple[int, int, int, int]) -> Fraction:
     if w.name in COUNT_FORMS:
-        return Fraction(sum(a * x for a, x in zip(COUNT_FORMS[w.name], counts)))
+        return Fraction(_dot(COUNT_FORMS[w.name], counts))
     num, den = RATE_FORMS[w.name]
-    d = sum(a * x for a, x in zip(den, counts))
-    value = Fraction(sum(a * x for a, x in zip(num, counts)), d) if d else Fraction(0)
-    if w.numerator is not None and w.denominator:
-        return value  # shown as k/n
-    return value
+    d = _dot(den, counts)
+    return Fraction(_dot(num, counts), d) if d else Fraction(0)
 
 
 def nearest(
@@ -304,7 +305,7 @@ def nearest(
     if best is None:
         return None, []
     counts = best[1]
-    full = counts if counts[3] >= 0 else counts[:3] + (0,)
+    full = counts if counts[3] >= 0 else (*counts[:3], 0)
     changed = [w for w in written if not _inside(w, full)]
     return counts, changed
 
@@ -313,16 +314,14 @@ def _cost(np: Any, w: Written, x: tuple[Any, ...]) -> Any:
     """1000 per value the tables would print otherwise, plus the distance in resolution units."""
     lo, hi, res = w.interval()
     if w.name in COUNT_FORMS:
-        value = sum(a * v for a, v in zip(COUNT_FORMS[w.name], x))
+        value = _dot(COUNT_FORMS[w.name], x)
         miss = np.abs(value - float(lo))
         return np.where(miss > 0, 1000 + miss, 0.0)
     num, den = RATE_FORMS[w.name]
-    n = sum(a * v for a, v in zip(num, x))
-    d = sum(a * v for a, v in zip(den, x))
-    d_lo, d_hi = lcm(lo.denominator, hi.denominator), None
-    lo_n, hi_n = int(lo * d_lo), int(hi * d_lo)
-    inside = (d > 0) & (d_lo * n - lo_n * d >= 0) & (hi_n * d - d_lo * n >= 0)
-    del d_hi
+    n, d = _dot(num, x), _dot(den, x)
+    scale = lcm(lo.denominator, hi.denominator)
+    lo_n, hi_n = int(lo * scale), int(hi * scale)
+    inside = (d > 0) & (scale * n - lo_n * d >= 0) & (hi_n * d - scale * n >= 0)
     ratio = np.divide(n, d, out=np.zeros(d.shape), where=d > 0)
     dist = np.maximum(float(lo) - ratio, ratio - float(hi)) / float(res)
     return np.where(inside, 0.0, np.where(d > 0, 1000 + np.maximum(dist, 0), 10_000))
@@ -330,7 +329,7 @@ def _cost(np: Any, w: Written, x: tuple[Any, ...]) -> Any:
 
 def _inside(w: Written, counts: tuple[int, int, int, int]) -> bool:
     lo, hi, _ = w.interval()
-    if w.name in RATE_FORMS and sum(a * x for a, x in zip(RATE_FORMS[w.name][1], counts)) == 0:
+    if w.name in RATE_FORMS and _dot(RATE_FORMS[w.name][1], counts) == 0:
         return False
     return lo <= _exact(w, counts) <= hi
 
@@ -355,15 +354,18 @@ def _n_free(written: Sequence[Written]) -> Result:
     checks = 0
     if {"precision", "detection_rate", "f1"} <= ranges.keys():
         checks += 1
-        (p_lo, p_hi, _), (r_lo, r_hi, _), (f_lo, f_hi, f1) = (ranges[k] for k in ("precision", "detection_rate", "f1"))
+        (p_lo, p_hi, _), (r_lo, r_hi, _) = ranges["precision"], ranges["detection_rate"]
+        f_lo, f_hi, f1 = ranges["f1"]
         low = 2 * p_lo * r_lo / (p_lo + r_lo) if p_lo + r_lo else Fraction(0)
         high = 2 * p_hi * r_hi / (p_hi + r_hi) if p_hi + r_hi else Fraction(0)
         if high < f_lo or low > f_hi:
-            mid = (low + high) / 2
-            return Result(False, "n-free", changed=(f1,), prints={"f1": f1.shown(mid)}, note=f"{note}; F1 does not follow from precision and DR")
+            why = f"{note}; F1 does not follow from precision and DR"
+            return Result(False, "n-free", changed=(f1,), prints={"f1": f1.shown((low + high) / 2)}, note=why)
     if {"accuracy", "detection_rate", "specificity"} <= ranges.keys():
         checks += 1
-        (a_lo, a_hi, acc), (r_lo, r_hi, _), (s_lo, s_hi, _) = (ranges[k] for k in ("accuracy", "detection_rate", "specificity"))
+        (a_lo, a_hi, acc), (r_lo, r_hi, _) = ranges["accuracy"], ranges["detection_rate"]
+        s_lo, s_hi, _ = ranges["specificity"]
         if a_hi < min(r_lo, s_lo) or a_lo > max(r_hi, s_hi):
-            return Result(False, "n-free", changed=(acc,), note=f"{note}; accuracy lies outside DR and specificity")
+            why = f"{note}; accuracy lies outside DR and specificity"
+            return Result(False, "n-free", changed=(acc,), note=why)
     return Result(True, "n-free" if checks else "nothing to check", note=note)

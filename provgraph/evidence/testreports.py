@@ -84,7 +84,7 @@ def reports(line: str) -> list[Report]:
         test = m.group("test")
         test = "Q" if test.lower().startswith("cochran") else ("z" if test == "Z" else test)
         dfs = [int(float(d)) for d in (m.group("df1"), m.group("df2"), m.group("df3"), m.group("df4")) if d]
-        if (test == "F" and len(dfs) != 2) or (test in ("t", "chi2", "Q") and len(dfs) != 1) or (test == "z" and dfs):
+        if len(dfs) != {"F": 2, "z": 0}.get(test, 1):
             continue  # an incomplete report: statcheck reads only complete ones
         stat_text = re.sub(r"\s", "", m.group("stat")).replace("−", "-").replace("–", "-")
         if m.group("ns"):

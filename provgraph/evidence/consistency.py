@@ -1,0 +1,226 @@
+"""The consistency checks of one table row or one text line, and the check nodes they write.
+
+A table row publishes a metric tuple for one condition (checked by :mod:`confusion`) and may
+publish means of integer data (GRIM, :mod:`grim`); a line may write test reports (statistic,
+df, p: :mod:`testreports`). Each check is a :class:`Finding`: which numbers it read (line,
+text), whether they are consistent, the numbers a fix would change (the rule's focus) and a
+message. :func:`emit` writes one ``pg:ConsistencyCheck`` per finding in the text's graph;
+the rules ``release-metrics-inconsistent``, ``release-mean-grim-inconsistent`` and
+``release-test-p-inconsistent`` read them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from provgraph.evidence.confusion import NAMES, RATE_FORMS, Result, Written, check
+from provgraph.evidence.grim import grim
+from provgraph.evidence.statnames import normal_name, stat_name
+from provgraph.evidence.testreports import describe, judge, reports
+from provgraph.rdf.vocab import PG, RDF_TYPE
+
+if TYPE_CHECKING:
+    from provgraph.evidence.claims import Number
+    from provgraph.evidence.tables import Row, Table
+    from provgraph.ingest.api import ImportContext
+    from provgraph.rdf.terms import IRI
+
+#: (line, 0-based column or None, the number's text as written) of a number a check read; a
+#: test report's numbers are found by text on their line (its markup shifts their columns)
+Ref = tuple[int, int | None, str]
+_LABELS = {
+    "detection_rate": "DR",
+    "false_positive_rate": "FPR",
+    "specificity": "specificity",
+    "precision": "precision",
+    "npv": "NPV",
+    "f1": "F1",
+    "accuracy": "accuracy",
+    "tp": "TP",
+    "fn": "FN",
+    "fp": "FP",
+    "tn": "TN",
+    "n_positive": "positives",
+    "n_negative": "negatives",
+    "n": "n",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # "metrics" | "grim" | "test-p"
+    line: int
+    reads: tuple[Ref, ...]
+    focus: tuple[Ref, ...]
+    consistent: bool
+    message: str
+    nearest: str | None = None
+
+
+@dataclass(frozen=True)
+class Bind:
+    """The ``[release.bind]`` keys the checks read."""
+
+    columns: Mapping[str, str]
+    positives: int | None
+    negatives: int | None
+    integer_data: tuple[str, ...]
+
+    @classmethod
+    def of(cls, section: Mapping[str, Any] | None) -> Bind:
+        bind = (section or {}).get("bind") or {}
+        return cls(
+            dict(bind.get("columns", {})),
+            bind.get("positives"),
+            bind.get("negatives"),
+            tuple(normal_name(p) for p in bind.get("integer_data", ())),
+        )
+
+    def integer(self, header: str | None) -> bool:
+        key = normal_name(header or "")
+        return bool(key) and any(fnmatch.fnmatchcase(key, pattern) for pattern in self.integer_data)
+
+
+def _written(name: str, number: Number, column_percent: bool, ref: Ref) -> Written:
+    percent = number.unit == "percent"
+    proportion = number.value <= 1 and number.resolution <= Decimal("0.01")
+    if number.unit == "number" and column_percent and not proportion:
+        percent = True  # "94" under "DR (%)"; "0.94" there is still written as a proportion
+    if number.unit == "fraction" and name in RATE_FORMS:
+        k, n = number.numerator, number.n
+        return Written(name, number.value, Decimal(1), numerator=k, denominator=n, ref=ref)
+    numerator = number.numerator if number.unit == "percent" else None
+    denominator = number.n if number.unit == "percent" else None
+    return Written(name, number.value, number.resolution, percent, numerator, denominator, ref)
+
+
+def row_findings(table: Table, row: Row, bind: Bind) -> list[Finding]:
+    """The metric-tuple check and the GRIM checks of one table row."""
+    metrics: list[Written] = []
+    means: list[tuple[Number, Ref]] = []
+    names: list[str] = []
+    line = row.cells[0].line if row.cells else table.line
+    for j, cell in enumerate(row.cells):
+        if not cell.numbers or j >= len(table.columns):
+            continue
+        header, number = table.columns[j], cell.numbers[0]
+        ref = (cell.number_lines[0] if cell.number_lines else cell.line, number.column, number.text)
+        if bind.integer(header) and number.unit == "number":
+            means.append((number, ref))
+            continue
+        name = stat_name(header, dict(bind.columns))
+        if name in NAMES:
+            names.append(name)
+            unit = table.units[j] if j < len(table.units) else None
+            metrics.append(_written(name, number, unit == "percent", ref))
+    if len(set(names)) < len(names):
+        return []  # one statistic in two columns: the row holds more than one condition
+    found = []
+    n = next((int(w.value) for w in metrics if w.name == "n" and w.value == int(w.value)), None)
+    for number, ref in means:
+        found.append(_grim_finding(number, ref, n, line))
+    if metrics:
+        result = check(metrics, bind.positives, bind.negatives)
+        checked = result.mode in ("counts", "positives only", "n-free")
+        if checked and (len(metrics) > 1 or not result.consistent):
+            found.append(_metrics_finding(metrics, result, line, row.label))
+    return found
+
+
+def _grim_finding(number: Number, ref: Ref, n: int | None, line: int) -> Finding:
+    if n is None:
+        n = number.n
+    if n is None:
+        message = f"mean {number.text}: no n stated, GRIM not applicable"
+        return Finding("grim", line, (ref,), (ref,), True, message)
+    result = grim(number.value, number.resolution, n)
+    if result.consistent:
+        return Finding("grim", line, (ref,), (ref,), True, f"mean {number.text} of {n} integers: consistent")
+    message = (
+        f"mean {number.text} of {n} integer values: no whole total over {n} gives it "
+        f"(nearest {result.total}/{n} = {result.nearest})"
+    )
+    return Finding("grim", line, (ref,), (ref,), False, message, result.nearest)
+
+
+def _metrics_finding(metrics: Sequence[Written], result: Result, line: int, label: str | None) -> Finding:
+    reads = tuple(w.ref for w in metrics)
+    shown = ", ".join(f"{_LABELS[w.name]} {w.ref[2]}" for w in metrics)
+    who = f"{label}: " if label else ""
+    if result.consistent:
+        return Finding("metrics", line, reads, reads, True, f"{who}{shown}: consistent ({result.mode})")
+    over = _sizes(metrics, result)
+    if result.counts is None:
+        focus = tuple(w.ref for w in result.changed) or reads
+        message = f"{who}{shown}{over}: inconsistent; {result.note or 'no integer counts give them'}"
+        if result.prints:
+            message += " (" + ", ".join(f"{_LABELS[k]} would be {v}" for k, v in result.prints.items()) + ")"
+        return Finding("metrics", line, reads, focus, False, message)
+    tp, fn, fp, tn = result.counts
+    nearest = f"TP={tp} FN={fn} FP={fp}" + (f" TN={tn}" if tn >= 0 else "")
+    changes = ", ".join(f"{_LABELS[w.name]} {w.ref[2]} -> {result.prints[w.name]}" for w in result.changed)
+    message = (
+        f"{who}{shown}{over}: no integer TP, FN, FP, TN gives all of them at their written precision; "
+        f"the nearest consistent counts {nearest} would print {changes}"
+    )
+    focus = tuple(w.ref for w in result.changed) or reads
+    return Finding("metrics", line, reads, focus, False, message, nearest)
+
+
+def _sizes(metrics: Sequence[Written], result: Result) -> str:
+    if result.counts is None:
+        return ""
+    tp, fn, fp, tn = result.counts
+    return f" over {tp + fn} positive" + (f" / {fp + tn} negative" if tn >= 0 else "")
+
+
+def line_findings(line_no: int, line: str) -> list[Finding]:
+    """The statcheck-style checks of the test reports written on one line."""
+    found = []
+    for report in reports(line):
+        verdict = judge(report)
+        stat_text = str(report.statistic)
+        p_text = str(report.p)
+        reads: tuple[Ref, ...] = ((line_no, None, stat_text), (line_no, None, p_text))
+        if not verdict.inconsistent:
+            message = f"{report.text}: consistent (recomputed p = {verdict.computed:.4g})"
+            found.append(Finding("test-p", line_no, reads, reads, True, message))
+            continue
+        kind = "decision error" if verdict.decision_error else "inconsistent"
+        message = describe(report, verdict)
+        found.append(Finding("test-p", line_no, reads, (reads[1], reads[0]), False, message, kind))
+    return found
+
+
+def emit(
+    ctx: ImportContext,
+    findings: Sequence[Finding],
+    claim: Callable[[Ref], IRI | None],
+    file_node: IRI,
+    keys: tuple[str, ...],
+) -> int:
+    """One ``pg:ConsistencyCheck`` per finding; ``claim`` maps a read number to its claim node."""
+    add = ctx.add
+    seen: dict[tuple[int, str], int] = {}
+    for finding in findings:
+        index = seen[(finding.line, finding.kind)] = seen.get((finding.line, finding.kind), 0) + 1
+        node = ctx.iri("consistency", *keys, str(finding.line), finding.kind, str(index))
+        add(node, RDF_TYPE, PG.ConsistencyCheck)
+        add(node, PG.checkKind, finding.kind)
+        add(node, PG.consistent, finding.consistent)
+        add(node, PG.checkMessage, finding.message)
+        add(node, PG.nearestConsistent, finding.nearest)
+        add(node, PG.sourceFile, file_node)
+        add(node, PG.sourceLine, finding.line)
+        for ref in finding.reads:
+            target = claim(ref)
+            if target is not None:
+                add(node, PG.readsClaim, target)
+        focus = [c for c in (claim(ref) for ref in finding.focus) if c is not None]
+        for target in focus[:1] if finding.kind == "test-p" else focus:
+            add(node, PG.focusClaim, target)
+    return len(findings)
