@@ -146,3 +146,11 @@ def test_description_names_the_recomputed_p() -> None:
     (report,) = reports("t(28) = 2.20, p = .03")
     text = describe(report, judge(report))
     assert text.startswith("t(28) = 2.20, p = .03: inconsistent, recomputed p = 0.03")
+
+
+def test_report_text_is_cut_from_the_line_as_written() -> None:
+    """The message quotes the report as the text writes it, markup and all."""
+    (report,) = reports("lowered false positives, χ2(1) = 4.21, p = .01.")
+    assert report.text == "χ2(1) = 4.21, p = .01"
+    (report,) = reports("$\\chi^{2}(1) = 4.21$, $p = .040$")
+    assert report.text.startswith("\\chi^{2}(1) = 4.21")

@@ -29,10 +29,11 @@ _CHI = re.compile(
     r"\\chi\s*\^\s*\{?\s*2\s*\}?|χ\s*(?:\^\s*\{?\s*2\s*\}?|2|²)|\bchi[\s-]*squared?\b|\bchi\s*[_^]?\s*2\b|\bX\s*\^?\s*2(?=\s*\()",
     re.IGNORECASE,
 )
+_CHI_MARK = "\x01"
 _MARKUP = re.compile(r"\\(?:left|right|mathrm|text|textit|mathit|,|;|!)|[${}~]")
 _NUM = r"[-−–]?\s?(?:\d+(?:\.\d+)?|\.\d+)"
 _REPORT = re.compile(
-    r"(?<![A-Za-z])(?P<test>chi2|t|F|z|Z|Q|Cochran'?s\s+Q|Cochran\s+Q)\s*"
+    r"(?<![A-Za-z])(?P<test>\x01|t|F|z|Z|Q|Cochran'?s\s+Q|Cochran\s+Q)\s*"
     r"(?:\(\s*(?P<df1>\d+(?:\.\d+)?)\s*(?:,\s*(?P<df2>\d+(?:\.\d+)?))?\s*(?:,\s*[Nn]\s*=\s*\d[\d,]*)?\s*\))?"
     r"\s*=\s*(?P<stat>" + _NUM + r")"
     r"(?:\s*\(\s*(?P<df3>\d+)\s+degrees?\s+of\s+freedom\s*\)|\s*,\s*df\s*=\s*(?P<df4>\d+))?"
@@ -70,9 +71,11 @@ class Verdict:
 
 
 def normal_line(line: str) -> str:
-    """The line with LaTeX math markup and chi-square spellings reduced to ``chi2``."""
-    line = _CHI.sub("chi2", line.replace("\\%", "%"))
-    return _MARKUP.sub(" ", line).replace("−", "-").replace("–", "-")
+    """The line with LaTeX math markup blanked and each chi-square spelling made one ``\\x01``,
+    keeping every column (so a report's text is cut from the line as written)."""
+    line = _CHI.sub(lambda m: _CHI_MARK + " " * (len(m.group(0)) - 1), line)
+    line = _MARKUP.sub(lambda m: " " * len(m.group(0)), line)
+    return line.replace("−", "-").replace("–", "-")
 
 
 def reports(line: str) -> list[Report]:
@@ -82,7 +85,7 @@ def reports(line: str) -> list[Report]:
     found = []
     for m in _REPORT.finditer(text):
         test = m.group("test")
-        test = "Q" if test.lower().startswith("cochran") else ("z" if test == "Z" else test)
+        test = {_CHI_MARK: "chi2", "Z": "z"}.get(test, "Q" if test.lower().startswith("cochran") else test)
         dfs = [int(float(d)) for d in (m.group("df1"), m.group("df2"), m.group("df3"), m.group("df4")) if d]
         if len(dfs) != {"F": 2, "z": 0}.get(test, 1):
             continue  # an incomplete report: statcheck reads only complete ones
@@ -102,7 +105,7 @@ def reports(line: str) -> list[Report]:
                 _decimals(p_text),
                 one_sided,
                 m.start(),
-                m.group(0).strip(),
+                line[m.start() : m.end()].strip(),
             )
         )
     return found
