@@ -39,6 +39,8 @@ _REPORT = re.compile(
     r"(?:\s*\(\s*(?P<df3>\d+)\s+degrees?\s+of\s+freedom\s*\)|\s*,\s*df\s*=\s*(?P<df4>\d+))?"
     r"\s*[,;]?\s*\(?\s*(?:(?P<ns>n\.?\s?s\.?)(?![A-Za-z])|p\s*(?P<prel>=|<|>|≤|≥|<=|>=)\s*(?P<p>0?\.\d+|[01](?:\.\d+)?))"
 )
+#: a cheap test first: a line with no p (or ns) holds no complete report
+_HINT = re.compile(r"(?<![A-Za-z])(?:p\s*[=<>≤≥]|n\.?\s?s\b)")
 _ONE_SIDED = re.compile(r"one[\s-]?(?:sided|tailed)", re.IGNORECASE)
 _RELATIONS = {"=": "=", "<": "<", ">": ">", "≤": "<", "≥": ">", "<=": "<", ">=": ">"}
 
@@ -80,6 +82,8 @@ def normal_line(line: str) -> str:
 
 def reports(line: str) -> list[Report]:
     """Every complete test report (statistic, df where the test has one, p) on one line."""
+    if not _HINT.search(line):
+        return []
     text = normal_line(line)
     one_sided = bool(_ONE_SIDED.search(text))
     found = []
