@@ -162,10 +162,11 @@ def _sizes(written: Sequence[Written], positives: int | None, negatives: int | N
         stated["n_positive"].add(counts["tp"] + counts["fn"])
     if "fp" in counts and "tn" in counts:
         stated["n_negative"].add(counts["fp"] + counts["tn"])
-    if not stated["n_positive"] and positives is not None:
-        stated["n_positive"].add(positives)
-    if not stated["n_negative"] and negatives is not None:
-        stated["n_negative"].add(negatives)
+    # The contract's sizes stand in only for a tuple that states none: a row with its own n
+    # is over that n (another table, a subset), whatever the defaults say.
+    if not any(stated.values()):
+        stated["n_positive"] |= {positives} if positives is not None else set()
+        stated["n_negative"] |= {negatives} if negatives is not None else set()
     return stated
 
 
@@ -246,7 +247,8 @@ def check(written: Sequence[Written], positives: int | None = None, negatives: i
     """Whether integer confusion counts give every ``written`` value at its precision.
 
     ``positives`` / ``negatives`` are the contract's defaults (``[release.bind]``), used only
-    when the written values state no number of positives / negatives themselves.
+    when the written values state no size at all (no n, positives, negatives, TP + FN, FP + TN
+    or rate denominator).
     """
     written = [w for w in written if w.name in NAMES]
     if not written:

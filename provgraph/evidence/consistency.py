@@ -123,7 +123,7 @@ def row_findings(table: Table, row: Row, bind: Bind) -> list[Finding]:
     n = next((int(w.value) for w in metrics if w.name == "n" and w.value == int(w.value)), None)
     for number, ref in means:
         found.append(_grim_finding(number, ref, n, line))
-    if metrics:
+    if any(w.name in RATE_FORMS for w in metrics):  # counts alone are no metric tuple
         result = check(metrics, bind.positives, bind.negatives)
         checked = result.mode in ("counts", "positives only", "n-free")
         if checked and (len(metrics) > 1 or not result.consistent):
@@ -162,10 +162,10 @@ def _metrics_finding(metrics: Sequence[Written], result: Result, line: int, labe
         return Finding("metrics", line, reads, focus, False, message)
     tp, fn, fp, tn = result.counts
     nearest = f"TP={tp} FN={fn} FP={fp}" + (f" TN={tn}" if tn >= 0 else "")
-    changes = ", ".join(f"{_LABELS[w.name]} {w.ref[2]} -> {result.prints[w.name]}" for w in result.changed)
+    changes = ", ".join(f"{_LABELS[w.name]} {result.prints[w.name]} for {w.ref[2]}" for w in result.changed)
     message = (
         f"{who}{shown}{over}: no integer TP, FN, FP, TN gives all of them at their written precision; "
-        f"the nearest consistent counts {nearest} would print {changes}"
+        f"the nearest consistent counts {nearest} print {changes}"
     )
     focus = tuple(w.ref for w in result.changed) or reads
     return Finding("metrics", line, reads, focus, False, message, nearest)
