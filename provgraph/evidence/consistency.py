@@ -15,7 +15,7 @@ import fnmatch
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from provgraph.evidence.confusion import NAMES, RATE_FORMS, Result, Written, check
 from provgraph.evidence.grim import grim
@@ -26,7 +26,6 @@ from provgraph.rdf.vocab import PG, RDF_TYPE
 if TYPE_CHECKING:
     from provgraph.evidence.claims import Number
     from provgraph.evidence.tables import Row, Table
-    from provgraph.ingest.api import ImportContext
     from provgraph.rdf.terms import IRI
 
 #: (line, 0-based column or None, the number's text as written) of a number a check read; a
@@ -48,6 +47,14 @@ _LABELS = {
     "n_negative": "negatives",
     "n": "n",
 }
+
+
+class Writer(Protocol):
+    """What :func:`emit` needs of an import context (``ingest.api.ImportContext`` is one)."""
+
+    def iri(self, kind: str, *keys: object) -> IRI: ...
+
+    def add(self, s: Any, p: Any, o: Any) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -197,7 +204,7 @@ def line_findings(line_no: int, line: str) -> list[Finding]:
 
 
 def emit(
-    ctx: ImportContext,
+    ctx: Writer,
     findings: Sequence[Finding],
     claim: Callable[[Ref], IRI | None],
     file_node: IRI,
