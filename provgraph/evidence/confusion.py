@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
+from functools import cached_property
 from math import lcm
 from typing import Any
 
@@ -58,8 +59,10 @@ _DENOMINATOR_OF = {
     "specificity": "n_negative",
     "accuracy": "n",
 }
-#: Nearest-tuple search visits at most this many candidate tables (numpy, ~1 s).
-MAX_NEAREST_CELLS = 20_000_000
+#: The nearest-tuple search visits at most this many candidate tables (numpy, ~0.1 s); over an
+#: unknown split of n it takes the splits closest to the written rates' prevalence first.
+MAX_NEAREST_CELLS = 2_000_000
+MAX_NEAREST_SPLITS = 25
 _UNBOUNDED = 10**9
 
 
@@ -77,6 +80,10 @@ class Written:
 
     def interval(self) -> tuple[Fraction, Fraction, Fraction]:
         """(low, high, resolution) of the value this text stands for, as a proportion or count."""
+        return self._interval
+
+    @cached_property
+    def _interval(self) -> tuple[Fraction, Fraction, Fraction]:
         if self.name in RATE_FORMS and self.numerator is not None and self.denominator:
             exact = Fraction(self.numerator, self.denominator)
             return exact, exact, Fraction(1, self.denominator)
@@ -263,6 +270,10 @@ def check(written: Sequence[Written], positives: int | None = None, negatives: i
         return _n_free(written)
     used = written if mode == "counts" else [w for w in written if not _involves_negatives(w)]
     ineqs = _constraints(used)
+    if len(pairs) > 1:  # an unknown split of n: try the likeliest first (a consistent row stops early)
+        share = _prevalence(written)
+        n = pairs[0][0] + pairs[0][1]
+        pairs = sorted(pairs, key=lambda pq: abs(pq[0] - share * n))
     for p, q in pairs:
         found = _solve(ineqs, p, q)
         if found is not None:
@@ -271,6 +282,25 @@ def check(written: Sequence[Written], positives: int | None = None, negatives: i
     counts, changed = nearest(used, pairs)
     prints = {} if counts is None else {w.name: w.shown(_exact(w, counts)) for w in changed}
     return Result(False, mode, counts, tuple(changed), prints)
+
+
+def _prevalence(written: Sequence[Written]) -> float:
+    """The share of positives the written rates suggest (accuracy = s DR + (1 - s) spec), or 1/2."""
+    mid = {}
+    for w in written:
+        if w.name in RATE_FORMS:
+            lo, hi, _ = w.interval()
+            mid[w.name] = float(lo + hi) / 2
+    if "specificity" not in mid and "false_positive_rate" in mid:
+        mid["specificity"] = 1 - mid["false_positive_rate"]
+    dr, spec, acc, prec = (mid.get(k) for k in ("detection_rate", "specificity", "accuracy", "precision"))
+    if dr is not None and spec is not None and acc is not None and abs(dr - spec) > 1e-9:
+        return min(max((acc - spec) / (dr - spec), 0.0), 1.0)
+    if dr is not None and spec is not None and prec is not None and 0 < prec < 1 and dr > 0:
+        fpr = 1 - spec  # precision = s DR / (s DR + (1 - s) FPR)
+        odds = prec * fpr / (dr * (1 - prec)) if dr * (1 - prec) else 1.0
+        return odds / (1 + odds)
+    return 0.5
 
 
 def _exact(w: Written, counts: tuple[int, int, int, int]) -> Fraction:
@@ -285,19 +315,23 @@ def nearest(
     written: Sequence[Written], pairs: Sequence[tuple[int, int]]
 ) -> tuple[tuple[int, int, int, int] | None, list[Written]]:
     """The (TP, FN, FP, TN) over ``pairs`` that changes the fewest written values, then the
-    least in units of their resolution; and the values it changes. (None, []) when the search
-    would visit more than :data:`MAX_NEAREST_CELLS` tables."""
+    least in units of their resolution; and the values it changes. Over many pairs (an unknown
+    split) only the first :data:`MAX_NEAREST_SPLITS` within :data:`MAX_NEAREST_CELLS` tables
+    are searched."""
     import numpy as np  # why: numpy is needed only once a tuple is inconsistent
 
     cap_f = lambda p, q: q if q != _UNBOUNDED else 10 * (p + 1) + 100  # noqa: E731
-    if sum((p + 1) * (cap_f(p, q) + 1) for p, q in pairs) > MAX_NEAREST_CELLS:
-        return None, []
     best: tuple[float, tuple[int, int, int, int]] | None = None
-    for p, q in pairs:
+    cells = 0
+    for k, (p, q) in enumerate(pairs):  # an unknown split: likeliest first, within the budget
         q_cap = cap_f(p, q)
-        t, f = np.meshgrid(np.arange(p + 1), np.arange(q_cap + 1), indexing="ij")
+        cells += (p + 1) * (q_cap + 1)
+        if (cells > MAX_NEAREST_CELLS or k >= MAX_NEAREST_SPLITS) and best is not None:
+            break
+        # TP down, FP across: a form of TP or FP alone stays one row or column (broadcasting)
+        t, f = np.arange(p + 1, dtype=np.int64)[:, None], np.arange(q_cap + 1, dtype=np.int64)[None, :]
         x = (t, p - t, f, q_cap - f)
-        score = np.zeros(t.shape)
+        score = np.zeros((p + 1, q_cap + 1))
         for w in written:
             score += _cost(np, w, x)
         i = int(np.argmin(score))
@@ -316,17 +350,26 @@ def _cost(np: Any, w: Written, x: tuple[Any, ...]) -> Any:
     """1000 per value the tables would print otherwise, plus the distance in resolution units."""
     lo, hi, res = w.interval()
     if w.name in COUNT_FORMS:
-        value = _dot(COUNT_FORMS[w.name], x)
-        miss = np.abs(value - float(lo))
+        miss = np.abs(_form(COUNT_FORMS[w.name], x) - float(lo))
         return np.where(miss > 0, 1000 + miss, 0.0)
     num, den = RATE_FORMS[w.name]
-    n, d = _dot(num, x), _dot(den, x)
+    n, d = _form(num, x), _form(den, x)
     scale = lcm(lo.denominator, hi.denominator)
     lo_n, hi_n = int(lo * scale), int(hi * scale)
-    inside = (d > 0) & (scale * n - lo_n * d >= 0) & (hi_n * d - scale * n >= 0)
-    ratio = np.divide(n, d, out=np.zeros(d.shape), where=d > 0)
+    inside = (d > 0) & (scale * n >= lo_n * d) & (hi_n * d >= scale * n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = n / d
     dist = np.maximum(float(lo) - ratio, ratio - float(hi)) / float(res)
     return np.where(inside, 0.0, np.where(d > 0, 1000 + np.maximum(dist, 0), 10_000))
+
+
+def _form(coefs: Sequence[int], x: tuple[Any, ...]) -> Any:
+    """A linear form of the count grids, skipping zero coefficients (each term is a full grid)."""
+    terms = [v if a == 1 else a * v for a, v in zip(coefs, x, strict=True) if a]
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return total
 
 
 def _inside(w: Written, counts: tuple[int, int, int, int]) -> bool:
