@@ -123,3 +123,12 @@ def test_two_conditions_in_one_row_are_not_checked(tmp_path: Path) -> None:
     bind = "[release.bind]\npositives = 18\nnegatives = 18\n"
     root = write_bundle(tmp_path / "b", {"README.md": table}, CONTRACT.format(bind=bind))
     assert [c for c in checks(root) if c["kind"] == "metrics"] == []
+
+
+def test_mean_in_a_sentence_with_its_n(tmp_path: Path) -> None:
+    """ "mean rating = 5.19 (n = 28)": the declared name written before the mean, n on the line."""
+    text = "Reviewers gave a mean rating = 5.19 (n = 28) and a mean rating = 5.18, n = 28.\n"
+    declared = CONTRACT.format(bind='[release.bind]\ninteger_data = ["Mean rating"]\n')
+    root = write_bundle(tmp_path / "b", {"README.md": text}, declared)
+    ((focus, message),) = violations(root)["release-mean-grim-inconsistent"]
+    assert focus == "claim/README.md/1/5.19/1" and message.startswith("README.md line 1: mean 5.19 of 28")

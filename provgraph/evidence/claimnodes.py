@@ -64,6 +64,7 @@ def emit_text(
     written = 0
     cell_claims: dict[tuple[int, int], IRI] = {}  # the consistency checks of rows read these
     checks: list[Finding] = []
+    bind = Bind.of(ctx.bundle.contract.section("release"))
     for line_no, line in view(readable, fmt):
         line_claims: dict[str, IRI] = {}
         context = line.strip()[:CONTEXT_CHARS]
@@ -88,9 +89,8 @@ def emit_text(
                 cell_claims[(line_no, number.column)] = node
             line_claims.setdefault(number.text, node)
             written += 1
-        if line_checks := line_findings(line_no, line):
+        if line_checks := line_findings(line_no, line, found, bind):
             emit_checks(ctx, line_checks, lambda ref, claims=line_claims: claims.get(ref[2]), file_node, keys)
-    bind = Bind.of(ctx.bundle.contract.section("release"))
     for table in tables:
         for row in table.rows:
             checks += row_findings(table, row, bind)

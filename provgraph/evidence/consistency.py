@@ -185,9 +185,21 @@ def _sizes(metrics: Sequence[Written], result: Result) -> str:
     return f" over {tp + fn} positive" + (f" / {fp + tn} negative" if tn >= 0 else "")
 
 
-def line_findings(line_no: int, line: str) -> list[Finding]:
-    """The statcheck-style checks of the test reports written on one line."""
+def line_findings(
+    line_no: int, line: str, written: Sequence[Number] = (), bind: Bind | None = None
+) -> list[Finding]:
+    """The statcheck-style checks of the test reports written on one line, and GRIM for a mean
+    named by ``[release.bind] integer_data`` written with its n (``mean rating = 5.19, n = 28``).
+    ``written`` are the line's numbers as :func:`claims.numbers` reads them."""
     found = []
+    if bind is not None and bind.integer_data:
+        sizes = [k for k in written if k.label in ("n", "N") and k.relation == "=" and k.unit == "number"]
+        for number in written:
+            n = number.n or (int(sizes[0].value) if sizes else None)
+            before = normal_name(line[max(0, number.column - 60) : number.column].rstrip(" =:"))
+            named = any(fnmatch.fnmatchcase(before, "*" + pattern) for pattern in bind.integer_data)
+            if number.label and number.relation == "=" and number.unit == "number" and n and named:
+                found.append(_grim_finding(number, (line_no, number.column, number.text), n, line_no))
     for report in reports(line):
         verdict = judge(report)
         stat_text = str(report.statistic)
