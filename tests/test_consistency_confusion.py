@@ -202,3 +202,18 @@ def test_counts_against_rates() -> None:
     result = check(rows)
     assert not result.consistent and result.counts is not None
     assert len(result.changed) == 1
+
+
+def test_huge_sizes_are_bounded_not_searched() -> None:
+    """A hostile or mistyped n (10^12) costs no time or memory: the check says it did not search."""
+    rows = [Written("detection_rate", Decimal("0.9"), Decimal("0.01")), Written("n", Decimal(10**12))]
+    result = check(rows)
+    assert result.consistent and result.mode == "nothing to check" and "over what the search" in result.note
+    big = [
+        Written("detection_rate", Decimal("0.9"), Decimal("0.01")),
+        Written("f1", Decimal("0.10"), Decimal("0.01")),
+        Written("n_positive", Decimal(90_000)),
+        Written("n_negative", Decimal(90_000)),
+    ]
+    result = check(big)  # inconsistent, but its 8.1e9-cell grid is not searched for a nearest tuple
+    assert not result.consistent and result.counts is None

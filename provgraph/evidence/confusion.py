@@ -64,6 +64,10 @@ _DENOMINATOR_OF = {
 MAX_NEAREST_CELLS = 2_000_000
 MAX_NEAREST_SPLITS = 25
 _UNBOUNDED = 10**9
+#: Sizes the search takes on (bounded time and memory whatever a text writes): a stated number of
+#: positives or negatives up to MAX_SIZE, a total whose split is unknown up to MAX_SPLIT_N.
+MAX_SIZE = 100_000
+MAX_SPLIT_N = 5_000
 
 
 @dataclass(frozen=True)
@@ -265,6 +269,13 @@ def check(written: Sequence[Written], positives: int | None = None, negatives: i
     if clash:
         sizes = ", ".join(f"{name} {sorted(stated[name])}" for name in clash)
         return Result(False, "counts", note=f"the written values state different sizes ({sizes})")
+    largest = max((v for values in stated.values() for v in values), default=0)
+    if largest > MAX_SIZE or (
+        not stated["n_positive"] and not stated["n_negative"] and largest > MAX_SPLIT_N
+    ):
+        return Result(
+            True, "nothing to check", note=f"a size of {largest:,} is over what the search takes on"
+        )
     mode, pairs = _grid(stated)
     if mode == "n-free":
         return _n_free(written)
@@ -326,7 +337,9 @@ def nearest(
     for k, (p, q) in enumerate(pairs):  # an unknown split: likeliest first, within the budget
         q_cap = cap_f(p, q)
         cells += (p + 1) * (q_cap + 1)
-        if (cells > MAX_NEAREST_CELLS or k >= MAX_NEAREST_SPLITS) and best is not None:
+        if cells > MAX_NEAREST_CELLS and best is None:
+            return None, []  # a grid this large is not searched: the message gives no nearest
+        if cells > MAX_NEAREST_CELLS or k >= MAX_NEAREST_SPLITS:
             break
         # TP down, FP across: a form of TP or FP alone stays one row or column (broadcasting)
         t, f = np.arange(p + 1, dtype=np.int64)[:, None], np.arange(q_cap + 1, dtype=np.int64)[None, :]
