@@ -132,3 +132,21 @@ def test_mean_in_a_sentence_with_its_n(tmp_path: Path) -> None:
     root = write_bundle(tmp_path / "b", {"README.md": text}, declared)
     ((focus, message),) = violations(root)["release-mean-grim-inconsistent"]
     assert focus == "claim/README.md/1/5.19/1" and message.startswith("README.md line 1: mean 5.19 of 28")
+
+
+def test_test_reports_across_table_cells(tmp_path: Path) -> None:
+    """A table of tests (statistic, df and p in their own columns), as papers print omnibus and
+    pairwise results: each row is one report, judged like a sentence."""
+    table = (
+        "| Comparison | χ2 | df | p |\n|---|---|---|---|\n"
+        "| all conditions | 182.29 | 9 | <0.001 |\n"
+        "| GPT-4o vs taxonomy | 4.21 | 1 | 0.01 |\n"
+        "| Claude vs taxonomy | 4.21 | 1 | 0.040 |\n"
+    )
+    root = write_bundle(tmp_path / "b", {"README.md": table}, CONTRACT.format(bind=""))
+    ((focus, message),) = violations(root)["release-test-p-inconsistent"]
+    assert focus == "claim/README.md/4/0.01/1"
+    assert message.startswith(
+        "README.md line 4: chi2(1) = 4.21, p = 0.01: inconsistent, recomputed p = 0.04019"
+    )
+    assert [c["ok"] for c in checks(root) if c["kind"] == "test-p"] == ["true", "false", "true"]

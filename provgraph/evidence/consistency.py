@@ -20,12 +20,21 @@ from typing import TYPE_CHECKING, Any, Protocol
 from provgraph.evidence.confusion import NAMES, RATE_FORMS, Result, Written, check
 from provgraph.evidence.grim import grim
 from provgraph.evidence.statnames import normal_name, stat_name
-from provgraph.evidence.testreports import describe, judge, reports
+from provgraph.evidence.testreports import (
+    DF_HEADERS,
+    P_HEADERS,
+    Report,
+    cell_report,
+    describe,
+    judge,
+    reports,
+    test_of_header,
+)
 from provgraph.rdf.vocab import PG, RDF_TYPE
 
 if TYPE_CHECKING:
     from provgraph.evidence.claims import Number
-    from provgraph.evidence.tables import Row, Table
+    from provgraph.evidence.tables import Cell, Row, Table
     from provgraph.rdf.terms import IRI
 
 #: (line, 0-based column or None, the number's text as written) of a number a check read; a
@@ -126,7 +135,7 @@ def row_findings(table: Table, row: Row, bind: Bind) -> list[Finding]:
             metrics.append(_written(name, number, unit == "percent", ref))
     if len(set(names)) < len(names):
         return []  # one statistic in two columns: the row holds more than one condition
-    found = []
+    found = _row_report(table, row, line)
     n = next((int(w.value) for w in metrics if w.name == "n" and w.value == int(w.value)), None)
     for number, ref in means:
         found.append(_grim_finding(number, ref, n, line))
@@ -136,6 +145,40 @@ def row_findings(table: Table, row: Row, bind: Bind) -> list[Finding]:
         if checked and (len(metrics) > 1 or not result.consistent):
             found.append(_metrics_finding(metrics, result, line, row.label))
     return found
+
+
+def _row_report(table: Table, row: Row, line: int) -> list[Finding]:
+    """A test report written across a row's cells: a statistic column (Q, chi2, t, F, z), df, p."""
+    roles: dict[str, tuple[str, Cell]] = {}
+    for j, cell in enumerate(row.cells[: len(table.columns)]):
+        header = normal_name(table.columns[j])
+        role = "df" if header in DF_HEADERS else "p" if header in P_HEADERS else test_of_header(header)
+        if role and cell.numbers and role not in roles:
+            roles[role] = (cell.text, cell)
+    tests = [r for r in roles if r not in ("df", "p")]
+    if len(tests) != 1 or "p" not in roles:
+        return []
+    stat_cell, p_cell = roles[tests[0]][1], roles["p"][1]
+    df_text = roles["df"][0] if "df" in roles else None
+    report = cell_report(tests[0], stat_cell.text, df_text, p_cell.text)
+    if report is None:
+        return []
+    refs = tuple(_cell_ref(c) for c in (p_cell, stat_cell))
+    return [_report_finding(report, line, refs[::-1], refs)]
+
+
+def _cell_ref(cell: Cell) -> Ref:
+    number = cell.numbers[0]
+    return (cell.number_lines[0] if cell.number_lines else cell.line, number.column, number.text)
+
+
+def _report_finding(report: Report, line: int, reads: tuple[Ref, ...], focus: tuple[Ref, ...]) -> Finding:
+    verdict = judge(report)
+    if not verdict.inconsistent:
+        message = f"{report.text}: consistent (recomputed p = {verdict.computed:.4g})"
+        return Finding("test-p", line, reads, reads, True, message)
+    kind = "decision error" if verdict.decision_error else "inconsistent"
+    return Finding("test-p", line, reads, focus, False, describe(report, verdict), kind)
 
 
 def _grim_finding(number: Number, ref: Ref, n: int | None, line: int) -> Finding:
@@ -201,17 +244,8 @@ def line_findings(
             if number.label and number.relation == "=" and number.unit == "number" and n and named:
                 found.append(_grim_finding(number, (line_no, number.column, number.text), n, line_no))
     for report in reports(line):
-        verdict = judge(report)
-        stat_text = str(report.statistic)
-        p_text = str(report.p)
-        reads: tuple[Ref, ...] = ((line_no, None, stat_text), (line_no, None, p_text))
-        if not verdict.inconsistent:
-            message = f"{report.text}: consistent (recomputed p = {verdict.computed:.4g})"
-            found.append(Finding("test-p", line_no, reads, reads, True, message))
-            continue
-        kind = "decision error" if verdict.decision_error else "inconsistent"
-        message = describe(report, verdict)
-        found.append(Finding("test-p", line_no, reads, (reads[1], reads[0]), False, message, kind))
+        reads: tuple[Ref, ...] = ((line_no, None, str(report.statistic)), (line_no, None, str(report.p)))
+        found.append(_report_finding(report, line_no, reads, reads[::-1]))
     return found
 
 

@@ -115,6 +115,42 @@ def reports(line: str) -> list[Report]:
     return found
 
 
+#: a table column's header (in ``statnames.normal_name`` form) -> the test its values are
+_TEST_HEADERS = {
+    **dict.fromkeys(("q", "cochran q", "cochran's q", "cochrans q", "q statistic"), "Q"),
+    **dict.fromkeys(("chi2", "χ2", "χ²", "chi^2", "x2", "chi-square", "chi square", "chi-squared"), "chi2"),
+    **dict.fromkeys(("t", "t statistic", "t-statistic"), "t"),
+    **dict.fromkeys(("f", "f statistic"), "F"),
+    "z": "z",
+}
+DF_HEADERS = frozenset({"df", "d.f", "dof", "degrees of freedom"})
+P_HEADERS = frozenset({"p", "p-value", "p value", "p-values"})
+_CELL_P = re.compile(r"^\s*(?:p\s*)?(=|<=|>=|<|>|≤|≥)?\s*(0?\.\d+|[01](?:\.\d+)?)\s*$")
+_CELL_NUM = re.compile(r"^\s*(" + _NUM + r")\s*$")
+
+
+def test_of_header(header: str) -> str | None:
+    """The test a column holds the statistic of (``Q``, ``chi2``...), from its normal header."""
+    return _TEST_HEADERS.get(header)
+
+
+def cell_report(test: str, statistic: str, df: str | None, p: str, one_sided: bool = False) -> Report | None:
+    """A report from one table row's cells (the statistic, df and p as written), or None when
+    they are not a complete report."""
+    stat_m, p_m = _CELL_NUM.match(statistic), _CELL_P.match(p)
+    dfs = [int(d) for d in re.findall(r"\d+", df or "")]
+    if not stat_m or not p_m or len(dfs) != {"F": 2, "z": 0}.get(test, 1):
+        return None
+    stat_text = re.sub(r"\s", "", stat_m.group(1)).replace("−", "-").replace("–", "-")
+    p_text = p_m.group(2)
+    relation = _RELATIONS[p_m.group(1) or "="]
+    text = f"{test}{'(' + ', '.join(map(str, dfs)) + ')' if dfs else ''} = {stat_text}, p {relation} {p_text}"
+    return Report(
+        test, tuple(dfs), Decimal(stat_text), _decimals(stat_text), relation, Decimal(p_text),
+        _decimals(p_text), one_sided, 0, text,
+    )  # fmt: skip
+
+
 def _decimals(text: str) -> int:
     return len(text.split(".")[1]) if "." in text else 0
 
