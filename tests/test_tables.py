@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from examples_support import generator
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from provgraph.evidence.claimnodes import text_format
 from provgraph.evidence.claims import numbers
@@ -412,3 +414,40 @@ def test_latex_html_csv_cells_in_the_graph(ingested) -> None:
         ("1000.5", "3", "13", "B, large", "DR (%)"), ("0.5", "3", "22", "B, large", "F1"),
     ]  # fmt: skip
     assert [(p.path, p.line) for p in ingested.problems + ingested.rejected] == [("results.csv", 4)]
+
+
+# --- bad and hostile input -----------------------------------------------------------------
+
+_PIECES = [
+    "|", "---", ":-:", "\\|", "**", "*", "`", "&", "\\\\", "\\\\[2pt]", "\\hline", "\\midrule",
+    "\\begin{tabular}{ll}", "\\end{tabular}", "\\multicolumn{2}{c}{", "}", "{", "%", "\\%",
+    "<table>", "</table>", "<tr>", "<td colspan=x>", "<th>", "</td>", "<!--", "-->", "&amp;",
+    "&#99999999;", "<", ">", '"', ",", "0.5", "17%", "3/4", "n = 5", "\n", " ", "x",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.sampled_from(["markdown", "latex", "html", "csv"]))
+def test_any_text_parses_without_error_and_numbers_stay_in_one_cell(pieces: list[str], fmt: str) -> None:
+    """Fragments of every format's syntax, shuffled: find_tables never raises, and no number is
+    in two cells."""
+    lines = lines_of("".join(pieces))
+    tables = find_tables(lines, fmt, problem=lambda _line, _why: None)
+    seen: set[tuple[int, int]] = set()
+    for table in tables:
+        assert len(table.columns) == len(table.units)
+        for row in table.rows:
+            assert len(row.cells) == len(table.columns)
+            for cell in row.cells:
+                for number, line in zip(cell.numbers, cell.number_lines, strict=True):
+                    assert (line, number.column) not in seen
+                    seen.add((line, number.column))
+
+
+def test_unclosed_html_markup_is_read_as_text_not_as_cells_of_its_own() -> None:
+    """An unclosed comment hides the rest of the table (as a browser does); a ``<`` that opens
+    no tag is text. Both once made html.parser rescan the text per later ``<``."""
+    (table,) = find_tables(lines_of("<table><tr><td>0.5</td><td><!-- 0.7 <td>0.9\n"), "html")
+    assert [[n.text for c in r.cells for n in c.numbers] for r in table.rows] == [["0.5"]]
+    (table,) = find_tables(lines_of("<table><tr><td>a <td 0.25 <td>0.75</td></tr></table>\n"), "html")
+    assert [c.text for c in table.rows[0].cells] == ["a <td 0.25", "0.75"]

@@ -15,7 +15,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 
-from provgraph.evidence.tables import RawCell, Table, build_table, span_numbers
+from provgraph.evidence.tables import MAX_MARKUP_CHARS, RawCell, Table, build_table, span_numbers
 
 _ENVS = re.compile(r"\\(begin|end)\{(tabular\*?|tabularx|tabulary|longtable\*?)\}")
 _FLOAT = re.compile(r"\\(begin|end)\{(table\*?|longtable\*?)\}")
@@ -60,6 +60,8 @@ def latex_text(raw: str) -> str:
             return {",": " ", ";": " ", "!": "", "~": "~", "^": "^"}.get(m.group(2), m.group(2))
         return " "
 
+    if len(raw) > MAX_MARKUP_CHARS:
+        return " ".join(raw.split())
     text = _SPAN_ARGS.sub("", _DROP.sub("", raw))
     text = _OPTION.sub(r"\1", text)
     text = _CMD.sub(command, text)

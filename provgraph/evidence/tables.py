@@ -22,9 +22,11 @@ expression over a whole row.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from functools import lru_cache
 
 from provgraph.evidence.claims import Number, numbers
 from provgraph.evidence.statnames import header_unit
@@ -32,6 +34,9 @@ from provgraph.evidence.statnames import header_unit
 #: Reports a line the parser could not read as table (CSV: a ragged row): (line, reason).
 Problem = Callable[[int, str], None]
 FORMATS = ("markdown", "latex", "html", "csv")
+#: Longest cell whose markup is stripped for its text. A table cell is a name or a value; a
+#: longer one is prose or hostile, and stripping unclosed markup would scan it once per mark.
+MAX_MARKUP_CHARS = 4096
 
 
 @dataclass(frozen=True)
@@ -117,20 +122,31 @@ class RawCell:
 def span_numbers(
     pieces: Sequence[tuple[int, str, int, int]], latex: bool
 ) -> tuple[tuple[Number, ...], tuple[int, ...]]:
-    """The numbers of a cell written over ``pieces`` (line number, line text, start, end),
-    with columns on their own line."""
+    """The numbers of a cell written over ``pieces`` (line number, line text, start, end):
+    those the line scan reads on each line that start inside the piece, with their columns on
+    the line, so a cell's numbers are exactly the claims written there."""
     found: list[Number] = []
     at: list[int] = []
     for line_no, text, start, end in pieces:
-        for number in numbers(text[start:end], latex=latex, table_label=False):
-            found.append(replace(number, column=number.column + start))
+        columns, scanned = _line_numbers(text, latex)
+        k = bisect_left(columns, start)
+        while k < len(columns) and columns[k] < end:
+            found.append(scanned[k])
             at.append(line_no)
+            k += 1
     if not found and len(pieces) == 1:
         line_no, text, start, end = pieces[0]
-        if (whole := _integer_cell(text[start:end])) is not None:
+        if end - start <= MAX_MARKUP_CHARS and (whole := _integer_cell(text[start:end])) is not None:
             found.append(replace(whole, column=whole.column + start))
             at.append(line_no)
     return tuple(found), tuple(at)
+
+
+@lru_cache(maxsize=1024)
+def _line_numbers(text: str, latex: bool) -> tuple[list[int], list[Number]]:
+    """One line scan per line, however many cells the line holds (a row of 10^5 cells)."""
+    scanned = numbers(text, latex=latex, table_label=False)
+    return [n.column for n in scanned], scanned
 
 
 _CELL_MARKUP = re.compile(r"\\(?:textbf|textit|emph|textrm|mathbf|mathrm|underline|bf|it)\b|[{}$*_`\s]")
@@ -231,6 +247,7 @@ _MD_EM = re.compile(r"(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\1(?![\w*])")
 _MD_CODE = re.compile(r"(`+)(.+?)\1")
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_MD_MARK = re.compile(r"[*_`\[\\<]")
 _MD_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 
 
@@ -257,7 +274,10 @@ def split_pipes(text: str) -> list[tuple[int, int]]:
 
 
 def markdown_text(raw: str) -> str:
-    """A cell's text without emphasis, code, link and escape markup."""
+    """A cell's text without emphasis, code, link and escape markup (a cell longer than
+    :data:`MAX_MARKUP_CHARS` keeps its markup: an unclosed ``**`` costs a scan to its end)."""
+    if len(raw) > MAX_MARKUP_CHARS or not _MD_MARK.search(raw):
+        return " ".join(raw.split())
     text = _MD_BREAK.sub(" ", raw.strip())
     text = _MD_CODE.sub(lambda m: m.group(2).strip(), text)
     text = _MD_LINK.sub(r"\1", text)
