@@ -150,3 +150,25 @@ def test_test_reports_across_table_cells(tmp_path: Path) -> None:
         "README.md line 4: chi2(1) = 4.21, p = 0.01: inconsistent, recomputed p = 0.04019"
     )
     assert [c["ok"] for c in checks(root) if c["kind"] == "test-p"] == ["true", "false", "true"]
+
+
+def test_replication_trap_readme_and_research_note(tmp_path: Path) -> None:
+    """The real excerpts vendored by the tables tests (tests/fixtures/replication_trap/tables,
+    see its ORIGIN.md): the README table and the research note's LaTeX table both write
+    "GPT-4o + taxonomy" as 94% / 17% / 0.90; each fails at its F1 and no other row does."""
+    trap = Path(__file__).parent / "fixtures" / "replication_trap" / "tables"
+    files = {
+        "README.md": (trap / "README_results.md").read_text(encoding="utf-8"),
+        "research_note.tex": (trap / "main_table.tex").read_text(encoding="utf-8")
+        + (trap / "category_table.tex").read_text(encoding="utf-8"),
+    }
+    bind = "[release.bind]\npositives = 18\nnegatives = 18\n"
+    root = write_bundle(tmp_path / "b", files, CONTRACT.format(bind=bind))
+    found = violations(root)
+    assert set(found) == {"release-metrics-inconsistent"}
+    assert sorted(focus for focus, _ in found["release-metrics-inconsistent"]) == [
+        "claim/README.md/11/0.90/1",
+        "claim/research_note.tex/23/0.90/1",
+    ]
+    metrics = [c for c in checks(root) if c["kind"] == "metrics"]
+    assert len(metrics) == 20 and sum(c["ok"] == "false" for c in metrics) == 2
