@@ -172,3 +172,10 @@ def test_replication_trap_readme_and_research_note(tmp_path: Path) -> None:
     ]
     metrics = [c for c in checks(root) if c["kind"] == "metrics"]
     assert len(metrics) == 20 and sum(c["ok"] == "false" for c in metrics) == 2
+
+
+def test_a_report_in_a_cell_and_across_cells_are_two_checks(tmp_path: Path) -> None:
+    """A row that writes a report in one cell and another across its columns: two check nodes."""
+    table = "| Note | χ2 | df | p |\n|---|---|---|---|\n| χ2(1) = 4.21, p = .01 | 4.21 | 1 | 0.040 |\n"
+    root = write_bundle(tmp_path / "b", {"README.md": table}, CONTRACT.format(bind=""))
+    assert sorted(c["ok"] for c in checks(root) if c["kind"] == "test-p") == ["false", "true"]

@@ -65,6 +65,7 @@ def emit_text(
     cell_claims: dict[tuple[int, int], IRI] = {}  # the consistency checks of rows read these
     checks: list[Finding] = []
     bind = Bind.of(ctx.bundle.contract.section("release"))
+    check_ids: dict[tuple[int, str], int] = {}
     for line_no, line in view(readable, fmt):
         line_claims: dict[str, IRI] = {}
         context = line.strip()[:CONTEXT_CHARS]
@@ -90,11 +91,18 @@ def emit_text(
             line_claims.setdefault(number.text, node)
             written += 1
         if line_checks := line_findings(line_no, line, found, bind):
-            emit_checks(ctx, line_checks, lambda ref, claims=line_claims: claims.get(ref[2]), file_node, keys)
+            emit_checks(
+                ctx,
+                line_checks,
+                lambda ref, claims=line_claims: claims.get(ref[2]),
+                file_node,
+                keys,
+                check_ids,
+            )
     for table in tables:
         for row in table.rows:
             checks += row_findings(table, row, bind)
-    emit_checks(ctx, checks, lambda ref: cell_claims.get((ref[0], ref[1])), file_node, keys)
+    emit_checks(ctx, checks, lambda ref: cell_claims.get((ref[0], ref[1])), file_node, keys, check_ids)
     return written
 
 

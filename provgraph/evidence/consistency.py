@@ -255,10 +255,12 @@ def emit(
     claim: Callable[[Ref], IRI | None],
     file_node: IRI,
     keys: tuple[str, ...],
+    seen: dict[tuple[int, str], int] | None = None,
 ) -> int:
-    """One ``pg:ConsistencyCheck`` per finding; ``claim`` maps a read number to its claim node."""
+    """One ``pg:ConsistencyCheck`` per finding; ``claim`` maps a read number to its claim node.
+    ``seen`` counts the checks of each (line, kind) across calls for one text (unique IRIs)."""
     add = ctx.add
-    seen: dict[tuple[int, str], int] = {}
+    seen = {} if seen is None else seen
     for finding in findings:
         index = seen[(finding.line, finding.kind)] = seen.get((finding.line, finding.kind), 0) + 1
         node = ctx.iri("consistency", *keys, str(finding.line), finding.kind, str(index))
