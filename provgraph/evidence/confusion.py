@@ -61,8 +61,8 @@ _DENOMINATOR_OF = {
 }
 #: The nearest-tuple search visits at most this many candidate tables (numpy, ~0.1 s); over an
 #: unknown split of n it takes the splits closest to the written rates' prevalence first.
-MAX_NEAREST_CELLS = 2_000_000
-MAX_NEAREST_SPLITS = 25
+MAX_NEAREST_CELLS = 1_000_000
+MAX_NEAREST_SPLITS = 8
 _UNBOUNDED = 10**9
 #: Sizes the search takes on (bounded time and memory whatever a text writes): a stated number of
 #: positives or negatives up to MAX_SIZE, a total whose split is unknown up to MAX_SPLIT_N.
@@ -367,13 +367,11 @@ def _cost(np: Any, w: Written, x: tuple[Any, ...]) -> Any:
         return np.where(miss > 0, 1000 + miss, 0.0)
     num, den = RATE_FORMS[w.name]
     n, d = _form(num, x), _form(den, x)
-    scale = lcm(lo.denominator, hi.denominator)
-    lo_n, hi_n = int(lo * scale), int(hi * scale)
-    inside = (d > 0) & (scale * n >= lo_n * d) & (hi_n * d >= scale * n)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = n / d
+    # floats choose the tuple; _inside (exact) then says which values it changes
     dist = np.maximum(float(lo) - ratio, ratio - float(hi)) / float(res)
-    return np.where(inside, 0.0, np.where(d > 0, 1000 + np.maximum(dist, 0), 10_000))
+    return np.where(d > 0, np.where(dist <= 1e-9, 0.0, 1000 + dist), 10_000.0)
 
 
 def _form(coefs: Sequence[int], x: tuple[Any, ...]) -> Any:
