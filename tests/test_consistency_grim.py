@@ -12,6 +12,7 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from provgraph.evidence.consistency import Bind
 from provgraph.evidence.grim import grim
 
 
@@ -43,3 +44,11 @@ def test_agrees_with_brute_force(n: int, hundredths: int, items: int) -> None:
 
 def test_large_n_always_passes() -> None:
     assert grim(Decimal("3.14"), Decimal("0.01"), 100).consistent
+
+
+def test_integer_data_headers_are_globs_in_normal_form() -> None:
+    """``[release.bind] integer_data`` holds header globs; markup, case and a unit suffix are
+    ignored as ``statnames.normal_name`` ignores them, ``*`` and ``?`` stay globs."""
+    bind = Bind.of({"bind": {"integer_data": ["Mean *", "**Likert** score (1-7)"]}})
+    assert bind.integer("Mean rating") and bind.integer("**Mean items** (%)")
+    assert bind.integer("Likert score") and not bind.integer("Mean") and not bind.integer("Median rating")

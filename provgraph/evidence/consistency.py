@@ -12,6 +12,7 @@ the rules ``release-metrics-inconsistent``, ``release-mean-grim-inconsistent`` a
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -93,12 +94,24 @@ class Bind:
             dict(bind.get("columns", {})),
             bind.get("positives"),
             bind.get("negatives"),
-            tuple(normal_name(p) for p in bind.get("integer_data", ())),
+            tuple(_pattern(p) for p in bind.get("integer_data", ())),
         )
 
     def integer(self, header: str | None) -> bool:
         key = normal_name(header or "")
         return bool(key) and any(fnmatch.fnmatchcase(key, pattern) for pattern in self.integer_data)
+
+
+def _pattern(glob: str) -> str:
+    """A header glob in :func:`normal_name` form, its ``*`` and ``?`` kept (normal_name drops them)."""
+    out = []
+    for part in re.split(r"([*?])", glob.replace("**", "")):  # "**DR**" is bold, not a glob
+        if part in ("*", "?") or not part.strip():
+            out.append(part)
+        else:
+            lead, tail = part[: len(part) - len(part.lstrip())], part[len(part.rstrip()) :]
+            out.append(lead[:1] + normal_name(part) + tail[:1])
+    return "".join(out).strip()
 
 
 def _written(name: str, number: Number, column_percent: bool, ref: Ref) -> Written:
