@@ -179,3 +179,27 @@ def test_a_report_in_a_cell_and_across_cells_are_two_checks(tmp_path: Path) -> N
     table = "| Note | χ2 | df | p |\n|---|---|---|---|\n| χ2(1) = 4.21, p = .01 | 4.21 | 1 | 0.040 |\n"
     root = write_bundle(tmp_path / "b", {"README.md": table}, CONTRACT.format(bind=""))
     assert sorted(c["ok"] for c in checks(root) if c["kind"] == "test-p") == ["false", "true"]
+
+
+def test_percent_columns_against_the_rows_denominators(tmp_path: Path) -> None:
+    """``release-inconsistent-denominator`` reads a % column's "17 (8/45)" (no % sign) and a
+    percentage over its row's n; a correct one and the metric tuple's own rates stay silent."""
+    table = (
+        "| Model | n | Agreement (%) | Flagged (%) |\n|---|---|---|---|\n"
+        "| A | 45 | 18 (8/45) | 17.8 |\n"
+        "| B | 45 | 17 (8/45) | 17.0 |\n"
+    )
+    root = write_bundle(tmp_path / "b", {"README.md": table}, CONTRACT.format(bind=""))
+    store, _, _ = ingest_bundle(root)
+    report = run_gate(
+        store, [r for r in load_rules() if r.id == "release-inconsistent-denominator"], record=False
+    )
+    found = sorted((report.short(v.focus), v.message) for r in report.results for v in r.violations)
+    no_count = "17.0% of the row's n = 45: no whole count out of 45 gives it (nearest 8/45 = 17.78%)"
+    assert found == [
+        ("claim/README.md/4/17.0/1", "README.md line 4: " + no_count),
+        (
+            "claim/README.md/4/8%2F45/1",
+            "README.md line 4: 17% does not equal 8/45 (17.78%)",
+        ),  # "17" is no claim
+    ]

@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from fractions import Fraction
+from math import ceil, floor
 from typing import TYPE_CHECKING, Any, Protocol
 
 from provgraph.evidence.confusion import NAMES, RATE_FORMS, Result, Written, check
@@ -152,12 +154,66 @@ def row_findings(table: Table, row: Row, bind: Bind) -> list[Finding]:
     n = next((int(w.value) for w in metrics if w.name == "n" and w.value == int(w.value)), None)
     for number, ref in means:
         found.append(_grim_finding(number, ref, n, line))
+    found += _percent_findings(table, row, n, bind, line)
     if any(w.name in RATE_FORMS for w in metrics):  # counts alone are no metric tuple
         result = check(metrics, bind.positives, bind.negatives)
         checked = result.mode in ("counts", "positives only", "n-free")
         if checked and (len(metrics) > 1 or not result.consistent):
             found.append(_metrics_finding(metrics, result, line, row.label))
     return found
+
+
+def _percent_findings(table: Table, row: Row, n: int | None, bind: Bind, line: int) -> list[Finding]:
+    """Percentages the row states a denominator for that ``release-inconsistent-denominator``
+    does not read: ``17 (8/45)`` in a % column (no % sign), and a percentage (with or without
+    its sign) over the row's n. Rates of the metric tuple are left to it; a cell that writes
+    ``17% (8/45)`` or ``17% of 45`` itself is the other rule's."""
+    found = []
+    for j, cell in enumerate(row.cells[: len(table.columns)]):
+        if not cell.numbers or stat_name(table.columns[j], dict(bind.columns)) in NAMES:
+            continue
+        number, column_percent = cell.numbers[0], j < len(table.units) and table.units[j] == "percent"
+        fraction = next((x for x in cell.numbers if x.unit == "fraction" and x.n), None)
+        lead = _LEADING.match(cell.text) if column_percent and number is fraction else None
+        if lead:  # "17 (8/45)": a bare integer before the fraction is no claim of its own
+            text, value, half = (
+                lead.group(1),
+                Fraction(lead.group(1)),
+                Fraction(_resolution(lead.group(1))) / 2,
+            )
+        elif (column_percent and number.unit == "number") or (number.unit == "percent" and number.n is None):
+            text, value, half = (
+                number.text.rstrip("%"),
+                Fraction(number.value),
+                Fraction(number.resolution) / 2,
+            )
+        else:
+            continue
+        k, over = (fraction.numerator, fraction.n) if fraction else (None, n)
+        if not over:
+            continue
+        ref = _cell_ref(cell)
+        shown = f"{text}%"
+        if k is not None:
+            exact = Fraction(100 * k, over)
+            if abs(exact - value) <= half:
+                continue
+            message = f"{shown} does not equal {k}/{over} ({float(exact):.4g}%)"
+        else:
+            if ceil((value - half) * over / 100) <= floor((value + half) * over / 100):
+                continue
+            nearest = round(value * over / 100)
+            message = f"{shown} of the row's n = {over}: no whole count out of {over} gives it "
+            message += f"(nearest {nearest}/{over} = {float(Fraction(100 * nearest, over)):.4g}%)"
+        found.append(Finding("percent", line, (ref,), (ref,), False, message))
+    return found
+
+
+_LEADING = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*\(")
+
+
+def _resolution(text: str) -> Decimal:
+    return Decimal(1).scaleb(-len(text.split(".")[1])) if "." in text else Decimal(1)
 
 
 def _row_report(table: Table, row: Row, line: int) -> list[Finding]:
