@@ -2,8 +2,9 @@
 :mod:`provgraph.evidence.tables`, and the view of such a text numbers are read from.
 
 A number is read from what a reader sees, never from markup: :func:`visible` blanks tags,
-comments, scripts and styles and writes each character reference (``&#37;``, ``&lt;``) as its
-character padded with spaces, so every number keeps its line and column in the source. A CSV
+comments, scripts and styles (a table cell's or row's tag as ``|``, so that no number reads its
+neighbour cell's as its denominator) and writes each character reference (``&#37;``, ``&lt;``)
+as its character padded with spaces, so every number keeps its line and column in the source. A CSV
 line is read with its delimiters (outside quotes) written as ``|``: ``0.84,0.39`` would read as
 one token, ``0.84|0.39`` reads as two numbers, in their own columns.
 """
@@ -15,12 +16,14 @@ import html
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import replace
 from html.parser import HTMLParser
 
 from provgraph.evidence.tables import Problem, RawCell, Table, build_table, span_numbers
 
 _MARKUP = re.compile(r"<[A-Za-z/!?]|&")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,8}|#[xX][0-9A-Fa-f]{1,8}|[A-Za-z][A-Za-z0-9]{1,31});")
+_BOUNDARY = re.compile(r"</?(?:td|th|tr|table|caption|thead|tbody|tfoot)\b", re.IGNORECASE)
 _TABLE_TAG = re.compile(r"<(/?)table\b", re.IGNORECASE)
 _RAW_TEXT = ("script", "style", "textarea", "title")
 #: what a ``<`` that opens no tag is fed to html.parser as (one character, so positions hold),
@@ -66,7 +69,9 @@ def _visible_span(text: str, lower: str, start: int, end: int) -> str:
             out.append(_blank(text[at:end]) if text.startswith("<!--", at) else text[at:end])
             i = end
             break
-        out.append(_blank(text[at:close]))
+        blank = _blank(text[at:close])
+        # a cell or row boundary reads as "|": "17%</td><td>(8/45)" is no "17% (8/45)"
+        out.append("|" + blank[1:] if _BOUNDARY.match(text, at) and blank[0] == " " else blank)
         i = close
     out.append(text[i:end])
     return "".join(out)
@@ -92,8 +97,9 @@ def _markup_end(text: str, lower: str, at: int, end: int) -> int:
 def _parseable(text: str, lower: str, start: int, end: int) -> str:
     """``text[start:end]`` as html.parser can read in linear time, positions kept: comments and
     raw-text elements (script, style) blanked, and a ``<`` that opens no whole tag (another
-    ``<`` or the end comes before its ``>``) written as :data:`_STRAY` (text to the parser). html.parser rescans an
-    unclosed comment or tag once per later ``<``: quadratic in a hostile text."""
+    ``<`` or the end comes before its ``>``) written as :data:`_STRAY`, text to the parser.
+    html.parser rescans an unclosed comment or tag once per later ``<``: quadratic in a
+    hostile text."""
     out: list[str] = []
     i, close = start, -1
     while (at := text.find("<", i, end)) >= 0:
@@ -174,6 +180,14 @@ class _Builder:
         self.head = False  # inside <thead>
         self.row_head = False  # the row is in <thead> or has <th> cells only
         self.cell: tuple[int, int, list[str]] | None = None  # start offset, colspan, text
+        self.rowspan = 1
+
+
+def _span(attrs: list[tuple[str, str | None]], name: str) -> int:
+    """A colspan or rowspan attribute: 1 unless a number, at most 1000 (HTML's own limits are
+    1000 and 65534)."""
+    value = (dict(attrs).get(name) or "1").strip()
+    return max(1, min(int(value), 1000)) if value.isdigit() else 1
 
 
 class _Parser(HTMLParser):
@@ -213,9 +227,8 @@ class _Parser(HTMLParser):
                 top.row, top.row_head = [], True
             if tag == "td":
                 top.row_head = False
-            span = dict(attrs).get("colspan") or "1"
-            colspan = int(span) if span.strip().isdigit() else 1
-            top.cell = (at + len(self.get_starttag_text() or ""), max(1, min(colspan, 1000)), [])
+            top.cell = (at + len(self.get_starttag_text() or ""), _span(attrs, "colspan"), [])
+            top.rowspan = _span(attrs, "rowspan")
         elif tag == "br" and top.cell:
             top.cell[2].append(" ")
 
@@ -250,7 +263,7 @@ class _Parser(HTMLParser):
             return
         start, span, parts = top.cell
         text = " ".join("".join(parts).replace(_STRAY, "<").split())
-        top.row.append(self.source.cell(text, start, at, span))
+        top.row.append(replace(self.source.cell(text, start, at, span), rowspan=top.rowspan))
         top.cell = None
 
     def _close_row(self, top: _Builder, at: int) -> None:

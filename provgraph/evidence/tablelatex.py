@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import replace
 
 from provgraph.evidence.tables import MAX_MARKUP_CHARS, RawCell, Table, build_table, span_numbers
 
@@ -299,4 +300,7 @@ def _span_cell(source: _Source, start: int, end: int) -> RawCell:
     m = _SPAN.match(source.text, start, end)
     if not m:
         return source.cell(start, end)
-    return source.cell(start, end, int(m.group(2)) if m.group(1) == "multicolumn" else 1)
+    count = min(int(m.group(2)), 1000)
+    if m.group(1) == "multicolumn":
+        return source.cell(start, end, count)
+    return replace(source.cell(start, end), rowspan=count)
