@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from provgraph.evidence.claims import Number, Registry, normal_text, numbers
+from provgraph.evidence.consistency import Bind, Finding, line_findings, row_findings
+from provgraph.evidence.consistency import emit as emit_checks
 from provgraph.evidence.tablehtml import view
 from provgraph.evidence.tables import Row, Table, find_tables
 from provgraph.rdf.terms import IRI
@@ -60,7 +62,12 @@ def emit_text(
     tables = find_tables(readable, fmt, problem=ctx.problem)
     cells, by_line = _emit_tables(ctx, tables, file_node, keys)
     written = 0
+    cell_claims: dict[tuple[int, int], IRI] = {}  # the consistency checks of rows read these
+    checks: list[Finding] = []
+    bind = Bind.of(ctx.bundle.contract.section("release"))
+    check_ids: dict[tuple[int, str], int] = {}
     for line_no, line in view(readable, fmt):
+        line_claims: dict[str, IRI] = {}
         context = line.strip()[:CONTEXT_CHARS]
         mention_nodes, names, count = _emit_mentions(ctx, registry, line_no, line, context, file_node, keys)
         written += count
@@ -80,7 +87,22 @@ def emit_text(
                 ctx.add(node, PG.namedEntity, mention)
             if where := cells.get((line_no, number.column)):
                 _emit_cell(ctx, node, number, *where)
+                cell_claims[(line_no, number.column)] = node
+            line_claims.setdefault(number.text, node)
             written += 1
+        if line_checks := line_findings(line_no, line, found, bind):
+            emit_checks(
+                ctx,
+                line_checks,
+                lambda ref, claims=line_claims: claims.get(ref[2]),
+                file_node,
+                keys,
+                check_ids,
+            )
+    for table in tables:
+        for row in table.rows:
+            checks += row_findings(table, row, bind)
+    emit_checks(ctx, checks, lambda ref: cell_claims.get((ref[0], ref[1])), file_node, keys, check_ids)
     return written
 
 
