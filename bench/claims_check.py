@@ -29,9 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from provgraph.evidence.tables import find_tables  # noqa: E402
-
 from provgraph.evidence.consistency import Bind, row_findings  # noqa: E402
+from provgraph.evidence.tables import find_tables  # noqa: E402
 
 COLUMNS = 6  # label + 5 metrics
 
