@@ -139,3 +139,58 @@ def test_pairs_is_the_many_to_many_join(left: list[int], right: list[int]) -> No
     brute = [(a, b) for a, x in enumerate(left) for b, y in enumerate(right) if x == y >= 0]
     assert sorted(zip(i.tolist(), j.tolist(), strict=True)) == brute
     assert i.tolist() == sorted(i.tolist())
+
+
+# --- keys held as integer codes ------------------------------------------------------------------
+
+
+def _grid(cases: list[str], findings: list[str], patients: dict[str, str]):
+    from provgraph.stats.core.grid import CellGrid  # the grid is only built by hand here
+
+    n = len(cases) * len(findings)
+    grid = CellGrid(
+        "labels",
+        cases,
+        findings,
+        ["A", "B"],
+        np.repeat(np.arange(len(cases)), len(findings)),
+        np.tile(np.arange(len(findings)), len(cases)),
+        np.ones((n, 2)),
+        np.zeros((n, 2), dtype=np.int8),
+        np.full((n, 2), -1, dtype=np.int64),
+        np.full(n, -1, dtype=np.int64),
+        [],
+    )
+    grid.patients = patients
+    return grid
+
+
+def test_keyset_is_the_sha256_of_the_sorted_lines() -> None:
+    from provgraph.stats.matrices import keyset_sha256  # the reference: the joined text
+
+    cases = ["s10", "s2", "ß7", "s1", "a b"]
+    findings = ["Edema", "Cardiomegaly", "Pleural Other"]
+    grid = _grid(cases, findings, {})
+    rng = np.random.default_rng(4)
+    for size in (0, 1, 5, 15):
+        for _ in range(4):
+            rows = rng.choice(grid.block_count, size=size, replace=False)
+            assert grid.keyset(rows) == keyset_sha256([grid.block(int(i)) for i in rows])
+
+
+def test_cluster_codes_are_those_of_the_sorted_names() -> None:
+    from provgraph.stats.compute import _cluster_codes  # the function under test is private
+
+    cases = ["s9", "s10", "s1", "s5"]
+    patients = {"s9": "p/b", "s10": "p/a", "s1": "p/b", "s5": "p/c"}
+    grid = _grid(cases, ["Edema", "Cardiomegaly"], patients)
+    rows = np.array([7, 0, 3, 2, 5, 6])
+    names = np.array(cases, dtype=object)[grid.block_case[rows]]
+    study = _cluster_codes(grid, rows, "study", [])
+    assert study.tolist() == np.unique(names, return_inverse=True)[1].tolist()
+    by_patient = np.array([patients[c] for c in names], dtype=object)
+    patient = _cluster_codes(grid, rows, "patient", [])
+    assert patient.tolist() == np.unique(by_patient, return_inverse=True)[1].tolist()
+    notes: list[str] = []
+    del grid.patients["s5"]
+    assert _cluster_codes(grid, rows, "patient", notes) is None and "s5" in notes[0]
