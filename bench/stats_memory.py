@@ -60,6 +60,17 @@ def child(args: argparse.Namespace) -> None:
     with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark
     t0 = time.perf_counter()
+    if args.phase == "compute":
+        # only reading the grid and computing its statistics (no graph written)
+        from provgraph.stats.cells import build_grid
+        from provgraph.stats.compute import compute
+
+        base, annotation, analysis = materialize.settings(store)
+        grid = build_grid(store, base, annotation, analysis)
+        n = len(compute(grid, analysis, base).stats)  # type: ignore[arg-type]
+        print(json.dumps({"seconds": time.perf_counter() - t0, "peak_mib": _peak_mib(), "statistics": n}))
+        store.close()
+        return
     outcome = materialize.refresh(store, force=True)
     seconds = time.perf_counter() - t0
     peak = _peak_mib()
@@ -87,9 +98,9 @@ def child(args: argparse.Namespace) -> None:
     )
 
 
-def run_child(package_root: Path, store: Path, heap: bool) -> dict:
+def run_child(package_root: Path, store: Path, heap: bool, phase: str = "refresh") -> dict:
     env = dict(os.environ, PYTHONPATH=str(package_root), PROVGRAPH_SECRET=SECRET)
-    argv = [sys.executable, str(Path(__file__).resolve()), "child", "--store", str(store)]
+    argv = [sys.executable, str(Path(__file__).resolve()), "child", "--store", str(store), "--phase", phase]
     out = subprocess.run(
         [*argv, *(["--tracemalloc"] if heap else [])], env=env, capture_output=True, text=True
     )
@@ -137,20 +148,53 @@ def baseline_tree(ref: str, into: Path) -> Path:
     return into
 
 
+def examples(ref: str) -> None:
+    """Each example twin generated, ingested, and its statistics graph written by both sides:
+    the digests must agree."""
+    import importlib.util
+
+    os.environ.setdefault("PROVGRAPH_SECRET", SECRET)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    with tempfile.TemporaryDirectory(prefix="stats-examples-") as tmp:
+        old = baseline_tree(ref, Path(tmp) / "baseline")
+        for name in ("cxr_pilot", "llm_review"):
+            path = REPO / "examples" / name / "generate.py"
+            spec = importlib.util.spec_from_file_location(f"ex_{name}", path)
+            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+            sys.modules[spec.name] = module  # type: ignore[union-attr]
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+            for twin in ("flawed", "clean"):
+                root = Path(tmp) / f"{name}-{twin}"
+                module.generate(root, twin)
+                ingest = [sys.executable, "-m", "provgraph", "-C", str(root), "-q", "ingest"]
+                subprocess.run(ingest, env=env, check=True, capture_output=True)
+                store = root / ".provgraph" / "store"
+                a, b = run_child(old, store, heap=False), run_child(REPO, store, heap=False)
+                same = a["graph_sha256"] == b["graph_sha256"]
+                print(f"  {name} {twin}: {b['statistics']} statistics, {b['triples']} triples, same: {same}")
+                if not same:
+                    raise SystemExit(f"{name} {twin}: the two sides wrote different statistics graphs")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd")
     c = sub.add_parser("child")
     c.add_argument("--store", type=Path, required=True)
     c.add_argument("--tracemalloc", action="store_true")
+    c.add_argument("--phase", default="refresh", choices=("refresh", "compute"))
     ap.add_argument("--calls", type=int, default=100_000)
     ap.add_argument("--store", type=Path, help="an ingested store to use instead of generating one")
     ap.add_argument("--out", type=Path, default=HERE / "out" / "stats_memory")
     ap.add_argument("--baseline", default="main", help="git revision of the baseline package")
     ap.add_argument("--rounds", type=int, default=2, help="timed rounds per side (interleaved)")
+    ap.add_argument("--examples", action="store_true", help="only: the examples' statistics, both sides")
     args = ap.parse_args()
     if args.cmd == "child":
         child(args)
+        return
+    if args.examples:
+        examples(args.baseline)
         return
     args.out.mkdir(parents=True, exist_ok=True)
     store = args.store or prepare(args.out, args.calls)
@@ -164,6 +208,12 @@ def main() -> None:
                 fig = run_child(root, store, heap=False)
                 runs[name].append(fig)
                 print(f"  {name:10} {fig['seconds']:7.1f} s  peak {fig['peak_mib']:7.0f} MiB", flush=True)
+        computing: dict[str, dict] = {}
+        for name, root in sides.items():
+            computing[name] = fig = run_child(root, store, heap=False, phase="compute")
+            print(
+                f"  {name:10} grid + statistics only {fig['seconds']:6.1f} s  peak {fig['peak_mib']:6.0f} MiB"
+            )
         for name, root in sides.items():
             heaps[name] = run_child(root, store, heap=True)
             print(f"  {name:10} Python heap peak {heaps[name]['heap_mib']:7.0f} MiB", flush=True)
@@ -181,11 +231,22 @@ def main() -> None:
         f"  peak RSS   {peak[old]:7.0f} MiB -> {peak[new]:7.0f} MiB  ({peak[new] / peak[old]:.2f}x)\n"
         f"  heap peak  {heaps[old]['heap_mib']:7.0f} MiB -> {heaps[new]['heap_mib']:7.0f} MiB  "
         f"({heaps[new]['heap_mib'] / heaps[old]['heap_mib']:.2f}x)\n"
+        f"  grid + statistics: {computing[old]['seconds']:.1f} s / {computing[old]['peak_mib']:.0f} MiB -> "
+        f"{computing[new]['seconds']:7.1f} s / {computing[new]['peak_mib']:.0f} MiB "
+        f"({computing[new]['peak_mib'] / computing[old]['peak_mib']:.2f}x peak)\n"
         f"  same statistics graph: {len(digests) == 1}"
     )
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     (args.out / "results.json").open("a").write(
-        json.dumps({"calls": args.calls, "runs": runs, "heaps": heaps, "same_graph": len(digests) == 1})
+        json.dumps(
+            {
+                "calls": args.calls,
+                "runs": runs,
+                "heaps": heaps,
+                "computing": computing,
+                "same_graph": len(digests) == 1,
+            }
+        )
         + "\n"
     )
     if len(digests) != 1:
