@@ -388,3 +388,21 @@ def _closure_sizes(
             reach[i] = bits
             sizes[i] = count
     return sizes
+
+
+def text_paths(store: Store) -> list[str]:
+    """The paths of the texts that write numbers (bundle paths, ``ARCHIVE!/MEMBER``), sorted."""
+    rows = store.select(
+        f"""PREFIX pg: <{PG_NS}>
+        SELECT DISTINCT ?path WHERE {{ ?c a pg:Claim ; pg:sourceFile ?f . ?f pg:path ?path }}
+        ORDER BY ?path"""
+    )
+    return [r["path"].value for r in rows]  # type: ignore[union-attr]
+
+
+def is_text(store: Store, path: str) -> bool:
+    """Whether ``path`` names a text that writes numbers (a claim cites it as its source file)."""
+    return store.ask(
+        f"PREFIX pg: <{PG_NS}>\nASK {{ ?f pg:path ?path . ?c pg:sourceFile ?f ; a pg:Claim }}",
+        {"path": ox.Literal(path)},
+    )

@@ -132,8 +132,9 @@ def inferred_statistics(store: Store, batch: list[str]) -> list[tuple[str, str, 
 
     Name and value alone are no evidence for a statistic of one condition: 0.944 written for
     GPT-4o is not made right by Opus's detection rate being 0.944. A statistic with a
-    ``pg:condition`` is matched only by a number bound to that same condition; a number the
-    binding left unbound (``pg:bindingNote``) is matched by none.
+    ``pg:condition`` is matched only by a number bound to that same condition
+    (``pg:boundCondition``, or its own ``pg:condition``); a number the binding left unbound
+    (``pg:bindingNote``) is matched by none.
     """
     values = " ".join(f"<{n}>" for n in batch)
     rows = store.select(
@@ -146,7 +147,8 @@ def inferred_statistics(store: Store, batch: list[str]) -> list[tuple[str, str, 
           FILTER NOT EXISTS {{ ?n pg:bindingNote ?note }}
           ?stat a pg:Statistic ; pg:statName ?name ; pg:value ?sv .
           FILTER(ABS(?sv - ?v) <= ?res / 2 + 0.0000001)
-          FILTER NOT EXISTS {{ ?stat pg:condition ?cond FILTER NOT EXISTS {{ ?n pg:condition ?cond }} }}
+          FILTER NOT EXISTS {{ ?stat pg:condition ?cond
+            FILTER NOT EXISTS {{ ?n pg:boundCondition|pg:condition ?cond }} }}
         }} ORDER BY ?n ?stat"""
     )
     return [(r["n"].value, PG_NS + "recomputedAs", r["stat"].value, True) for r in rows]  # type: ignore[union-attr]
