@@ -178,6 +178,8 @@ def _agrees(node: Node) -> str:
         return f"agrees with its recomputation: {node.label}"
     if kind == "registry value":
         return f"matches {node.label} (no recomputation is recorded for it)"
+    if kind == "analysis plan":
+        return "the significance level the contract's analysis plan declares (alpha)"
     return f"made by {node.label}" + (f" [{node.location}]" if node.location else "")
 
 

@@ -36,8 +36,9 @@ from provgraph.lineage.model import (
 from provgraph.rdf.vocab import PG_NS, RDF_NS, RDFS_NS
 from provgraph.store.base import Store
 
-#: Classes whose presence in a number's lineage counts as evidence for it.
-EVIDENCE = (PG_NS + "Statistic", PG_NS + "RegistryValue", PG_NS + "Build")
+#: Classes whose presence in a number's lineage counts as evidence for it (an analysis plan is
+#: reached only by a significance threshold it declares: see :func:`inferred_statistics`).
+EVIDENCE = (PG_NS + "Statistic", PG_NS + "RegistryValue", PG_NS + "Build", PG_NS + "AnalysisPlan")
 NUMBER_CLASSES = (PG_NS + "Claim", PG_NS + "ReportedValue")
 _BATCH = 400
 #: Nodes a lineage examines before it is cut (and the status becomes at least unverifiable).
@@ -128,7 +129,8 @@ def trace(store: Store, iri: str, max_nodes: int = DEFAULT_MAX_NODES) -> Lineage
 
 
 def inferred_statistics(store: Store, batch: list[str]) -> list[tuple[str, str, str, bool]]:
-    """Claims and registry values with no pg:recomputedAs, matched to statistics by name and value.
+    """Claims and registry values with no pg:recomputedAs, matched to statistics by name and
+    value; percentages to the k/n they are stated over; thresholds to the alpha declaring them.
 
     Name and value alone are no evidence for a statistic of one condition: 0.944 written for
     GPT-4o is not made right by Opus's detection rate being 0.944. A statistic with a
@@ -151,7 +153,39 @@ def inferred_statistics(store: Store, batch: list[str]) -> list[tuple[str, str, 
             FILTER NOT EXISTS {{ ?n pg:boundCondition|pg:condition ?cond }} }}
         }} ORDER BY ?n ?stat"""
     )
-    return [(r["n"].value, PG_NS + "recomputedAs", r["stat"].value, True) for r in rows]  # type: ignore[union-attr]
+    found = [(r["n"].value, PG_NS + "recomputedAs", r["stat"].value, True) for r in rows]  # type: ignore[union-attr]
+    # a percentage stated over k/n, and a significance threshold, have evidence of their own
+    return found + _stated_over(store, values) + _thresholds(store, values)
+
+
+def _stated_over(store: Store, values: str) -> list[tuple[str, str, str, bool]]:
+    """A percentage stated over k/n ("30/45 (66.7%)") comes from the claim on its line writing
+    k/n, when 100 k/n rounds to it: it stands or falls with that number."""
+    rows = store.select(
+        f"""PREFIX pg: <{PG_NS}>
+        SELECT DISTINCT ?n ?f WHERE {{ VALUES ?n {{ {values} }}
+          ?n a pg:Claim ; pg:unit "percent" ; pg:numerator ?k ; pg:n ?d ; pg:value ?v ;
+             pg:resolution ?res ; pg:sourceFile ?file ; pg:sourceLine ?line .
+          ?f pg:sourceFile ?file ; pg:sourceLine ?line ; pg:unit "fraction" ; pg:numerator ?k ;
+             pg:n ?d ; a pg:Claim .
+          FILTER(?d > 0 && ABS(100 * ?k / ?d - ?v) <= ?res / 2 + 0.0000001) }} ORDER BY ?n ?f"""
+    )
+    return [(r["n"].value, PG_NS + "recomputedAs", r["f"].value, True) for r in rows]  # type: ignore[union-attr]
+
+
+def _thresholds(store: Store, values: str) -> list[tuple[str, str, str, bool]]:
+    """A significance threshold as written ("p < 0.05") comes from the analysis plan that
+    declares that alpha (``pg:alpha``); a threshold no plan declares is linked to nothing."""
+    rows = store.select(
+        f"""PREFIX pg: <{PG_NS}>
+        SELECT DISTINCT ?n ?plan WHERE {{ VALUES ?n {{ {values} }}
+          ?n a pg:Claim ; pg:statName "p" ; pg:relation ?rel ; pg:value ?v ; pg:resolution ?res .
+          FILTER(?rel IN ("<", "<="))
+          FILTER NOT EXISTS {{ ?n pg:recomputedAs ?any }}
+          ?plan a pg:AnalysisPlan ; pg:alpha ?a . FILTER(ABS(?a - ?v) <= ?res / 2 + 0.0000001) }}
+        ORDER BY ?n ?plan"""
+    )
+    return [(r["n"].value, PG_NS + "recomputedAs", r["plan"].value, True) for r in rows]  # type: ignore[union-attr]
 
 
 def _class_info(store: Store) -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:

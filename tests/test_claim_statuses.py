@@ -1,0 +1,210 @@
+"""Every number of every declared text with its claim status and the reason that decides it,
+computed in one pass (provgraph.lineage.claims), over the two generated examples (the
+radiology pilot examples/cxr_pilot and the LLM-reviewer benchmark examples/llm_review), each
+as its flawed and its clean twin, ingested and checked through the real CLI.
+
+The one-pass statuses must equal what `trace` gives each claim; the pilot's manuscript numbers
+are pinned per status with their reasons; a number equal to another condition's statistic is
+never retained on that coincidence; `provgraph lineage FILE` and the report list them all."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from examples_support import Bundle, generator, prepare
+
+from provgraph.lineage.claims import claim_statuses, is_text, text_paths
+from provgraph.lineage.trace import trace
+
+cxr = generator("cxr_pilot")
+review = generator("llm_review")
+
+
+def _bundle(tmp_path_factory, gen, twin: str) -> Bundle:
+    return prepare(tmp_path_factory.mktemp(gen.__name__) / twin, twin, gen.generate)
+
+
+@pytest.fixture(scope="module")
+def cxr_flawed(tmp_path_factory):
+    bundle = _bundle(tmp_path_factory, cxr, "flawed")
+    yield bundle
+    bundle.close()
+
+
+@pytest.fixture(scope="module")
+def cxr_clean(tmp_path_factory):
+    bundle = _bundle(tmp_path_factory, cxr, "clean")
+    yield bundle
+    bundle.close()
+
+
+@pytest.fixture(scope="module")
+def review_flawed(tmp_path_factory):
+    bundle = _bundle(tmp_path_factory, review, "flawed")
+    yield bundle
+    bundle.close()
+
+
+@pytest.fixture(scope="module")
+def review_clean(tmp_path_factory):
+    bundle = _bundle(tmp_path_factory, review, "clean")
+    yield bundle
+    bundle.close()
+
+
+@pytest.mark.parametrize("name", ["cxr_flawed", "cxr_clean", "review_flawed", "review_clean"])
+def test_one_pass_statuses_equal_the_trace_of_every_claim(name: str, request) -> None:
+    bundle: Bundle = request.getfixturevalue(name)
+    rows = claim_statuses(bundle.store)
+    claims = bundle.count("SELECT (COUNT(DISTINCT ?c) AS ?n) WHERE { ?c a pg:Claim }")
+    assert len(rows) == claims > 20
+    assert {r.iri: r.status for r in rows} == {r.iri: trace(bundle.store, r.iri).status for r in rows}
+    # the reason is specific: a limitation names its rule or evidence, a retained number what it agrees with
+    assert all(r.reason for r in rows)
+    for r in rows:
+        if r.status == "retained":
+            assert r.evidence and r.reason.startswith(
+                ("agrees with", "matches", "made by", "the significance level")
+            )
+        elif r.rule:
+            assert r.reason.startswith(f"{r.rule} (")
+    # one text at a time gives the same rows as all texts at once
+    by_path = [x for path in text_paths(bundle.store) for x in claim_statuses(bundle.store, path)]
+    assert [(x.iri, x.status, x.reason) for x in by_path] == [(x.iri, x.status, x.reason) for x in rows]
+
+
+def _table(rows) -> dict[tuple[str, str], tuple[str, str]]:
+    """(file:line, number) -> (status, reason) for the bundle's own manuscript and README."""
+    return {
+        (r.location, r.text): (r.status, r.reason)
+        for r in rows
+        if r.path in ("README.md", "manuscript/main.tex", "tables/table2.md")
+    }
+
+
+def test_cxr_clean_manuscript_every_number_has_a_status_and_reason(cxr_clean: Bundle) -> None:
+    rows = claim_statuses(cxr_clean.store)
+    assert Counter(r.status for r in rows) == {"retained": 34, "unverifiable": 4}
+    table = _table(rows)
+    # Q agrees with the primary route's recomputation
+    status, reason = table[("manuscript/main.tex:3", "121.95")]
+    assert status == "retained" and reason.startswith(
+        "agrees with its recomputation: statistic cochran_q = 121.954"
+    )
+    # a percentage stated over k/n stands on that k/n; a threshold on the alpha the plan declares
+    assert table[("manuscript/main.tex:4", "66.7%")] == table[("manuscript/main.tex:4", "30/45")]
+    assert table[("README.md:6", "46.7%")] == table[("README.md:6", "21/45")]
+    assert table[("README.md:6", "0.05")] == (
+        "retained",
+        "the significance level the contract's analysis plan declares (alpha)",
+    )
+    # what stays unverifiable, and why (each a gap, not a wrong number):
+    unverifiable = sorted((r.location, r.text) for r in rows if r.status == "unverifiable")
+    assert unverifiable == [
+        ("README.md:4", "300/300"),  # no statistic counts nonempty reports
+        ("manuscript/main.tex:5", "0.05"),  # "below 0.05" is read with no name: not a threshold
+        ("release/cxr-pilot-1.1.0.zip!/README.md:4", "300/300"),
+        ("release/cxr-pilot-1.1.0.zip!/manuscript/main.tex:5", "0.05"),
+    ]
+    assert {r.reason for r in rows if r.status == "unverifiable"} == {
+        "the number traces to no statistic, registry value or build record: nothing shows where it comes from"
+    }
+
+
+def test_cxr_flawed_manuscript_numbers_are_withdrawn_with_their_rule(cxr_flawed: Bundle) -> None:
+    rows = claim_statuses(cxr_flawed.store)
+    assert Counter(r.status for r in rows) == {"withdrawn": 33, "retained": 2, "unverifiable": 1}
+    table = _table(rows)
+    status, reason = table[("manuscript/main.tex:3", "123.02")]
+    assert status == "withdrawn" and reason.startswith("release-stale-value (fail) on claim Q = 123.02")
+    assert "current: 102.62" in reason
+    # 71.1% is stated over the stale 32/45 and falls with it
+    assert table[("manuscript/main.tex:4", "71.1%")] == table[("manuscript/main.tex:4", "32/45")]
+    assert table[("manuscript/main.tex:4", "71.1%")][0] == "withdrawn"
+    # the stale table is withdrawn through its build record
+    assert table[("tables/table2.md:4", "0.05")][1].startswith("release-stale-artifact (fail)")
+    # the thresholds the plan declares are right in the flawed twin too
+    assert sorted((r.location, r.text) for r in rows if r.status == "retained") == [
+        ("README.md:6", "0.05"),
+        ("manuscript/main.tex:4", "0.05"),
+    ]
+
+
+def test_a_number_equal_to_another_conditions_statistic_is_not_retained(tmp_path: Path) -> None:
+    """The issue's "with [conditions] removed, lineage marked a wrong number retained": the
+    flawed twin of examples/llm_review without its registry ([[release.values]]), and a sentence
+    naming GPT-4o's F1 as 0.87. GPT-4o's recomputed F1 is 0.829; 0.87 is Claude Opus 4.6's
+    (0.872): name and value alone matched it, so the wrong number read "retained"."""
+    root = tmp_path / "flawed"
+    review.generate(root, "flawed")
+    contract = root / "provgraph.toml"
+    text = contract.read_text(encoding="utf-8")
+    contract.write_text(
+        re.sub(r"\[\[release\.values\]\]\n(?:[^\[\n][^\n]*\n)*\n?", "", text), encoding="utf-8"
+    )
+    readme = root / "README.md"
+    readme.write_text(
+        readme.read_text(encoding="utf-8") + "\nGPT-4o reached f1 = 0.87 on the 36 scripts.\n",
+        encoding="utf-8",
+    )
+    bundle = prepare(root, "flawed", lambda r, t: None)  # already written: ingest and check it
+    try:
+        (f1,) = [r for r in claim_statuses(bundle.store, "README.md") if r.statistic == "f1"]
+        assert (
+            f1.text == "0.87"
+            and "GPT-4o" in bundle.select(f"SELECT ?ctx WHERE {{ <{f1.iri}> pg:context ?ctx }}")[0]["ctx"]
+        )
+        # Opus's F1 rounds to 0.87: it exists, and is what the old name+value edge matched
+        opus = bundle.select(
+            """SELECT ?v WHERE { ?s a pg:Statistic ; pg:statName "f1" ; pg:value ?v ;
+                 pg:condition/pg:key "claude_opus_4_6" ; pg:testVariant "single-run" }"""
+        )
+        assert [round(float(r["v"]), 2) for r in opus] == [0.87]
+        assert f1.status == trace(bundle.store, f1.iri).status == "unverifiable"
+        assert f1.evidence is None
+    finally:
+        bundle.close()
+
+
+def test_lineage_file_lists_every_number_of_a_text(review_flawed: Bundle) -> None:
+    code, out = review_flawed.cli("lineage", "--no-check", "README.md")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "README.md: 28 numbers (22 retained, 6 withdrawn)"
+    assert sum(1 for x in lines if re.match(r"^  README\.md:\d+", x)) == 28
+    assert "      withdrawn: release-stale-value (fail)" in out
+    code, out = review_flawed.cli("lineage", "--no-check", "--format", "json", "README.md")
+    doc = json.loads(out)
+    assert code == 0 and doc["counts"] == {"retained": 22, "restricted": 0, "unverifiable": 0, "withdrawn": 6}
+    assert len(doc["numbers"]) == 28
+    keys = {"iri", "path", "line", "column", "text", "value", "statistic", "row", "group", "column_label"}
+    assert set(doc["numbers"][0]) == keys | {"status", "reason", "rule", "evidence"}
+    stale = [n for n in doc["numbers"] if n["rule"] == "release-stale-value"]
+    assert len(stale) == 6 and all(n["status"] == "withdrawn" and n["line"] >= 9 for n in stale)
+    # an archive member is a text too; a file that writes no numbers keeps its file lineage
+    assert is_text(review_flawed.store, "README.md") and not is_text(review_flawed.store, "plan.csv")
+    code, out = review_flawed.cli("lineage", "--no-check", "plan.csv")
+    assert code == 0 and "status:" in out
+
+
+def test_report_claims_table_groups_numbers_by_file_with_show_all(
+    review_flawed: Bundle, tmp_path: Path
+) -> None:
+    out = tmp_path / "report.html"
+    code, _ = review_flawed.cli("report", "-o", str(out), "--no-record")
+    assert code == 0
+    html = out.read_text(encoding="utf-8")
+    section = html[
+        html.index('<section id="claims">') : html.index("</section>", html.index('<section id="claims">'))
+    ]
+    files = re.findall(r'<details class="claims-file"( open)? data-path="([^"]+)">', section)
+    assert files == [(" open", "README.md")]  # a file with a withdrawn number opens
+    assert "28 numbers: 22 retained, 6 withdrawn" in section
+    assert "<summary>show all (3 more)</summary>" in section  # 25 shown first
+    cells = re.findall(r"<td class='status-(\w+)'>", section)
+    assert Counter(cells) == {"retained": 22, "withdrawn": 6}
+    assert section.count("release-stale-value (fail)") == 6
