@@ -141,12 +141,15 @@ def inferred_statistics(store: Store, batch: list[str]) -> list[tuple[str, str, 
     values = " ".join(f"<{n}>" for n in batch)
     rows = store.select(
         f"""PREFIX pg: <{PG_NS}>
-        SELECT DISTINCT ?n ?stat WHERE {{ VALUES ?n {{ {values} }}
-          {{ ?n a pg:Claim ; pg:resolution ?res . }} UNION {{ ?n a pg:RegistryValue . BIND(0.0 AS ?res) }}
-          ?n pg:statName ?name ; pg:value ?v .
-          FILTER NOT EXISTS {{ ?n pg:recomputedAs ?any }}
-          FILTER NOT EXISTS {{ ?n pg:registryValue ?rv }}
-          FILTER NOT EXISTS {{ ?n pg:bindingNote ?note }}
+        SELECT DISTINCT ?n ?stat WHERE {{
+          {{ SELECT ?n ?name ?v ?res WHERE {{ VALUES ?n {{ {values} }}
+            {{ ?n a pg:Claim ; pg:resolution ?res . }} UNION {{ ?n a pg:RegistryValue . BIND(0.0 AS ?res) }}
+            ?n pg:statName ?name ; pg:value ?v .
+            FILTER NOT EXISTS {{ ?n pg:recomputedAs ?any }}
+            FILTER NOT EXISTS {{ ?n pg:registryValue ?rv }}
+            FILTER NOT EXISTS {{ ?n pg:bindingNote ?note }} }} }}
+          # the batch's candidates first (a sub-select): joined the other way, Oxigraph walks
+          # every statistic of the store once per batch
           ?stat a pg:Statistic ; pg:statName ?name ; pg:value ?sv .
           FILTER(ABS(?sv - ?v) <= ?res / 2 + 0.0000001)
           FILTER NOT EXISTS {{ ?stat pg:condition ?cond
