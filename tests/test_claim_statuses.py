@@ -18,6 +18,7 @@ import pytest
 from examples_support import Bundle, generator, prepare
 
 from provgraph.lineage.claims import claim_statuses, is_text, text_paths
+from provgraph.lineage.model import STATUSES
 from provgraph.lineage.trace import trace
 
 cxr = generator("cxr_pilot")
@@ -80,7 +81,7 @@ def test_one_pass_statuses_equal_the_trace_of_every_claim(name: str, request) ->
 def _table(rows) -> dict[tuple[str, str], tuple[str, str]]:
     """(file:line, number) -> (status, reason) for the bundle's own manuscript and README."""
     return {
-        (r.location, r.text): (r.status, r.reason)
+        (f"{r.path}:{r.line}", r.text): (r.status, r.reason)
         for r in rows
         if r.path in ("README.md", "manuscript/main.tex", "tables/table2.md")
     }
@@ -103,7 +104,7 @@ def test_cxr_clean_manuscript_every_number_has_a_status_and_reason(cxr_clean: Bu
         "the significance level the contract's analysis plan declares (alpha)",
     )
     # what stays unverifiable, and why (each a gap, not a wrong number):
-    unverifiable = sorted((r.location, r.text) for r in rows if r.status == "unverifiable")
+    unverifiable = sorted((f"{r.path}:{r.line}", r.text) for r in rows if r.status == "unverifiable")
     assert unverifiable == [
         ("README.md:4", "300/300"),  # no statistic counts nonempty reports
         ("manuscript/main.tex:5", "0.05"),  # "below 0.05" is read with no name: not a threshold
@@ -128,7 +129,7 @@ def test_cxr_flawed_manuscript_numbers_are_withdrawn_with_their_rule(cxr_flawed:
     # the stale table is withdrawn through its build record
     assert table[("tables/table2.md:4", "0.05")][1].startswith("release-stale-artifact (fail)")
     # the thresholds the plan declares are right in the flawed twin too
-    assert sorted((r.location, r.text) for r in rows if r.status == "retained") == [
+    assert sorted((f"{r.path}:{r.line}", r.text) for r in rows if r.status == "retained") == [
         ("README.md:6", "0.05"),
         ("manuscript/main.tex:4", "0.05"),
     ]
@@ -171,21 +172,33 @@ def test_a_number_equal_to_another_conditions_statistic_is_not_retained(tmp_path
 
 
 def test_lineage_file_lists_every_number_of_a_text(review_flawed: Bundle) -> None:
+    rows = claim_statuses(review_flawed.store, "README.md")
+    counts = Counter(r.status for r in rows)
+    assert counts["withdrawn"] >= 3 and counts["retained"] >= 20
     code, out = review_flawed.cli("lineage", "--no-check", "README.md")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "README.md: 28 numbers (22 retained, 6 withdrawn)"
-    assert sum(1 for x in lines if re.match(r"^  README\.md:\d+", x)) == 28
+    summary = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
+    assert lines[0] == f"README.md: {len(rows)} numbers ({summary})"
+    # one entry per number: file:line:col, as written, the table cell's row and column labels
+    listed = [x for x in lines if re.match(r"^  README\.md:\d+:\d+  ", x)]
+    assert len(listed) == len(rows)
+    assert "  README.md:13:16  94%  [row 'GPT-4o' / column 'Detection rate']" in listed
     assert "      withdrawn: release-stale-value (fail)" in out
     code, out = review_flawed.cli("lineage", "--no-check", "--format", "json", "README.md")
     doc = json.loads(out)
-    assert code == 0 and doc["counts"] == {"retained": 22, "restricted": 0, "unverifiable": 0, "withdrawn": 6}
-    assert len(doc["numbers"]) == 28
+    assert code == 0 and doc["counts"] == {s: counts[s] for s in STATUSES}
+    assert [n["iri"] for n in doc["numbers"]] == [r.iri for r in rows]
     keys = {"iri", "path", "line", "column", "text", "value", "statistic", "row", "group", "column_label"}
     assert set(doc["numbers"][0]) == keys | {"status", "reason", "rule", "evidence"}
-    stale = [n for n in doc["numbers"] if n["rule"] == "release-stale-value"]
-    assert len(stale) == 6 and all(n["status"] == "withdrawn" and n["line"] >= 9 for n in stale)
-    # an archive member is a text too; a file that writes no numbers keeps its file lineage
+    gpt = next(n for n in doc["numbers"] if n["line"] == 13 and n["column"] == 16)
+    assert (gpt["row"], gpt["column_label"], gpt["text"]) == ("GPT-4o", "Detection rate", "94%")
+    # FILE:LINE:COL names that one number; the same line and a column with no number, nothing
+    code, out = review_flawed.cli("lineage", "--no-check", "--format", "json", "README.md:13:16")
+    assert code == 0 and [m["root"] for m in json.loads(out)["matches"]] == [gpt["iri"]]
+    code, _ = review_flawed.cli("lineage", "--no-check", "README.md:13:15")
+    assert code == 1
+    # a file that writes no numbers keeps its file lineage
     assert is_text(review_flawed.store, "README.md") and not is_text(review_flawed.store, "plan.csv")
     code, out = review_flawed.cli("lineage", "--no-check", "plan.csv")
     assert code == 0 and "status:" in out
@@ -194,17 +207,19 @@ def test_lineage_file_lists_every_number_of_a_text(review_flawed: Bundle) -> Non
 def test_report_claims_table_groups_numbers_by_file_with_show_all(
     review_flawed: Bundle, tmp_path: Path
 ) -> None:
+    rows = claim_statuses(review_flawed.store)
+    assert len(rows) > 25
     out = tmp_path / "report.html"
     code, _ = review_flawed.cli("report", "-o", str(out), "--no-record")
     assert code == 0
     html = out.read_text(encoding="utf-8")
-    section = html[
-        html.index('<section id="claims">') : html.index("</section>", html.index('<section id="claims">'))
-    ]
+    start = html.index('<section id="claims">')
+    section = html[start : html.index("</section>", start)]
     files = re.findall(r'<details class="claims-file"( open)? data-path="([^"]+)">', section)
     assert files == [(" open", "README.md")]  # a file with a withdrawn number opens
-    assert "28 numbers: 22 retained, 6 withdrawn" in section
-    assert "<summary>show all (3 more)</summary>" in section  # 25 shown first
-    cells = re.findall(r"<td class='status-(\w+)'>", section)
-    assert Counter(cells) == {"retained": 22, "withdrawn": 6}
-    assert section.count("release-stale-value (fail)") == 6
+    counts = Counter(r.status for r in rows)
+    assert f"{len(rows)} numbers: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) in section
+    assert f"<summary>show all ({len(rows) - 25} more)</summary>" in section  # 25 shown first
+    assert Counter(re.findall(r"<td class='status-(\w+)'>", section)) == counts
+    assert section.count("release-stale-value (fail)") == sum(r.rule == "release-stale-value" for r in rows)
+    assert "<td>GPT-4o / Detection rate</td>" in section
