@@ -27,14 +27,7 @@ from provgraph.evidence.statnames import stat_name
 from provgraph.rdf.terms import IRI, mint
 from provgraph.rdf.vocab import PG
 from provgraph.stats.query import key_of, stream
-from provgraph.stats.rowmatch import (
-    Value,
-    match_condition,
-    named_conditions,
-    tokens,
-    words_fields,
-    written_value,
-)
+from provgraph.stats.rowmatch import Conditions, Value, tokens, words_fields, written_value
 from provgraph.stats.statistic import Reported, Stat, StatIndex
 from provgraph.store.base import Store
 
@@ -146,17 +139,18 @@ def bind_claims(
     claims: list[Written], index: StatIndex, names: dict[str, list[str]], settings: dict
 ) -> list[Binding]:
     """Bind every table cell and every sentence number that names a statistic and a condition."""
-    columns, rows = settings.get("columns") or {}, settings.get("rows") or {}
+    columns = settings.get("columns") or {}
+    conditions = Conditions(names, settings.get("rows") or {})
     per_condition = {s.name for s in index.stats if len(s.conditions) == 1}
     out: list[Binding] = []
     for claim in claims:
         if claim.column is not None:
-            out.append(_bind_cell(claim, index, names, columns, rows))
+            out.append(_bind_cell(claim, index, conditions, columns))
             continue
         name = stat_name(claim.label, columns)
         if name not in per_condition:
             continue  # no name, or one recomputed over all conditions (Q): the registry binds it
-        found = named_conditions(claim.context, names)
+        found = conditions.named(claim.context)
         if len(found) == 1:
             out.append(_bind(Binding(claim, name, found[0]), index, tokens(claim.context)))
         elif len(found) > 1:
@@ -165,9 +159,7 @@ def bind_claims(
     return out
 
 
-def _bind_cell(
-    claim: Written, index: StatIndex, names: dict[str, list[str]], columns: dict, rows: dict
-) -> Binding:
+def _bind_cell(claim: Written, index: StatIndex, conditions: Conditions, columns: dict) -> Binding:
     header = claim.column or ""
     name = stat_name(header, columns)
     if name is None:
@@ -176,9 +168,9 @@ def _bind_cell(
         return Binding(claim, note=f"column {header!r}: {why}")
     if not claim.row:
         return Binding(claim, name, note="its row has no label")
-    match = match_condition(claim.row, names, rows)
+    match = conditions.match(claim.row)
     if match.key is None and claim.group and not match.declared and not match.candidates:
-        match = match_condition(f"{claim.group} {claim.row}", names, rows)  # "Claude" above "Sonnet 4.6"
+        match = conditions.match(f"{claim.group} {claim.row}")  # "Claude" above "Sonnet 4.6"
     if match.key is None:
         return Binding(claim, name, note=f"row {match.reason}")
     return _bind(Binding(claim, name, match.key), index, (*match.leftover, *tokens(header)))

@@ -66,55 +66,97 @@ class Match:
     declared: bool = False  # the contract's [release.bind].rows decided it
 
 
+class Conditions:
+    """Condition keys and display names, tokenised once and indexed by token, so matching a
+    label costs the conditions that share a token with it, not all of them."""
+
+    def __init__(self, names: dict[str, list[str]], declared: dict[str, str] | None = None) -> None:
+        self.keys = sorted(names)
+        self.declared = {normal_name(w): k for w, k in (declared or {}).items()}
+        #: stage 0: keys only; stage 1: keys and display names -> (key, token set)
+        self.forms: tuple[list[tuple[str, frozenset[str]]], list[tuple[str, frozenset[str]]]] = ([], [])
+        self.exact: dict[tuple[str, ...], set[str]] = {}
+        self.index: tuple[dict[str, set[int]], dict[str, set[int]]] = ({}, {})
+        for key, shown in names.items():
+            for i, form in enumerate((key, *shown)):
+                seq = tokens(form)
+                if seq:
+                    self.exact.setdefault(seq, set()).add(key)
+                    for stage in (0, 1) if i == 0 else (1,):
+                        self.forms[stage].append((key, frozenset(seq)))
+        for stage in (0, 1):
+            # each form under its rarest token: a label holding all of a form's tokens holds it
+            counts: dict[str, int] = {}
+            for _, need in self.forms[stage]:
+                for t in need:
+                    counts[t] = counts.get(t, 0) + 1
+            for i, (_, need) in enumerate(self.forms[stage]):
+                self.index[stage].setdefault(min(need, key=lambda t: (counts[t], t)), set()).add(i)
+
+    def _covered(self, held: set[str], stage: int) -> dict[str, frozenset[str]]:
+        """key -> its largest form whose tokens the text holds all of."""
+        found: dict[str, frozenset[str]] = {}
+        seen: set[int] = set()
+        for token in held:
+            for i in self.index[stage].get(token, ()):
+                if i in seen:
+                    continue
+                seen.add(i)
+                key, need = self.forms[stage][i]
+                if need <= held and len(need) > len(found.get(key, ())):
+                    found[key] = need
+        return found
+
+    def match(self, label: str) -> Match:
+        """The condition a row label names (see the module docstring)."""
+        if self.declared and (wanted := normal_name(label)) in self.declared:
+            key = self.declared[wanted]
+            if not key:
+                return Match(None, reason=f"[release.bind].rows leaves {label!r} unbound", declared=True)
+            return Match(key, declared=True)
+        seq = tokens(label)
+        if not seq:
+            return Match(None, reason=f"the row label {label!r} holds no name")
+        exact = sorted(self.exact.get(seq, ()))
+        if len(exact) == 1:
+            return Match(exact[0])
+        tied: list[str] = []
+        for stage in (0, 1):
+            cover = self._covered(set(seq), stage)
+            if not cover:
+                continue
+            best = max(len(need) for need in cover.values())
+            top = sorted(k for k, need in cover.items() if len(need) == best)
+            if len(top) == 1:
+                return Match(top[0], tuple(t for t in seq if t not in cover[top[0]]))
+            tied = tied or top
+        if tied or exact:
+            some = tuple(tied or exact)
+            return Match(
+                None, reason=f"{label!r} matches several conditions: {', '.join(some)}", candidates=some
+            )
+        return Match(None, reason=f"{label!r} matches no condition ({_some(self.keys)})")
+
+    def named(self, line: str) -> list[str]:
+        """The conditions a sentence names: those whose key (failing that, display name) the
+        line holds, less those another named one contains (a line naming "Sonnet 4.6 +
+        taxonomy" names one, not also "Sonnet 4.6")."""
+        held = set(tokens(line))
+        for stage in (0, 1):
+            found = self._covered(held, stage)
+            if found:
+                return sorted(k for k, need in found.items() if not any(need < o for o in found.values()))
+        return []
+
+
 def match_condition(label: str, names: dict[str, list[str]], declared: dict[str, str] | None = None) -> Match:
     """The condition a row label names. ``names``: condition key -> its display names."""
-    if declared:
-        wanted = normal_name(label)
-        for written, key in declared.items():
-            if normal_name(written) == wanted:
-                if not key:
-                    return Match(None, reason=f"[release.bind].rows leaves {label!r} unbound", declared=True)
-                return Match(key, declared=True)
-    seq = tokens(label)
-    if not seq:
-        return Match(None, reason=f"the row label {label!r} holds no name")
-    held = set(seq)
-    exact = sorted(k for k, forms in names.items() if any(tokens(f) == seq for f in (k, *forms)))
-    if len(exact) == 1:
-        return Match(exact[0])
-    tied: list[str] = []
-    for use_display in (False, True):
-        cover: dict[str, tuple[int, frozenset[str]]] = {}
-        for key, forms in names.items():
-            for form in (key, *forms) if use_display else (key,):
-                need = frozenset(tokens(form))
-                if need and need <= held and len(need) > cover.get(key, (0, frozenset()))[0]:
-                    cover[key] = (len(need), need)
-        if not cover:
-            continue
-        best = max(size for size, _ in cover.values())
-        top = sorted(k for k, (size, _) in cover.items() if size == best)
-        if len(top) == 1:
-            used = cover[top[0]][1]
-            return Match(top[0], tuple(t for t in seq if t not in used))
-        tied = tied or top
-    if tied or exact:
-        some = tuple(tied or exact)
-        return Match(None, reason=f"{label!r} matches several conditions: {', '.join(some)}", candidates=some)
-    return Match(None, reason=f"{label!r} matches no condition ({_some(sorted(names))})")
+    return Conditions(names, declared).match(label)
 
 
 def named_conditions(line: str, names: dict[str, list[str]]) -> list[str]:
-    """The conditions a sentence names: those whose key or display name the line holds, less
-    those another named one contains (a line naming "Sonnet 4.6 + taxonomy" names one)."""
-    held = set(tokens(line))
-    found: dict[str, frozenset[str]] = {}
-    for key, forms in names.items():
-        for form in (key, *forms):
-            need = frozenset(tokens(form))
-            if need and need <= held and len(need) > len(found.get(key, frozenset())):
-                found[key] = need
-    return sorted(k for k, need in found.items() if not any(need < other for other in found.values()))
+    """The conditions a sentence names (:meth:`Conditions.named`)."""
+    return Conditions(names).named(line)
 
 
 def words_fields(words: tuple[str, ...] | list[str]) -> dict[str, object]:
