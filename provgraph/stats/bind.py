@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-from provgraph.evidence.statnames import stat_name
+from provgraph.evidence.statnames import normal_name, stat_name
 from provgraph.rdf.terms import IRI, mint
 from provgraph.rdf.vocab import PG
 from provgraph.stats.query import key_of, stream
@@ -145,7 +145,9 @@ def bind_claims(
     out: list[Binding] = []
     for claim in claims:
         if claim.column is not None:
-            out.append(_bind_cell(claim, index, conditions, columns))
+            cell = _bind_cell(claim, index, conditions, columns)
+            if cell is not None:
+                out.append(cell)
             continue
         name = stat_name(claim.label, columns)
         if name not in per_condition:
@@ -159,16 +161,19 @@ def bind_claims(
     return out
 
 
-def _bind_cell(claim: Written, index: StatIndex, conditions: Conditions, columns: dict) -> Binding:
+def _bind_cell(claim: Written, index: StatIndex, conditions: Conditions, columns: dict) -> Binding | None:
+    """The cell's binding; None for a column or row the contract leaves unbound on purpose."""
     header = claim.column or ""
     name = stat_name(header, columns)
     if name is None:
-        declared = any(h.strip().lower() == header.strip().lower() for h in columns)
-        why = "[release.bind].columns leaves it unbound" if declared else "it names no statistic"
-        return Binding(claim, note=f"column {header!r}: {why}")
+        if any(normal_name(h) == normal_name(header) for h in columns):
+            return None
+        return Binding(claim, note=f"column {header!r} names no statistic")
     if not claim.row:
         return Binding(claim, name, note="its row has no label")
     match = conditions.match(claim.row)
+    if match.declared and match.key is None:
+        return None
     if match.key is None and claim.group and not match.declared and not match.candidates:
         match = conditions.match(f"{claim.group} {claim.row}")  # "Claude" above "Sonnet 4.6"
     if match.key is None:
