@@ -20,9 +20,10 @@ import pytest
 from conftest import REPO
 from examples_support import run_cli
 
+from provgraph.stats.bind import Written, bind_claims
 from provgraph.stats.refs import facets, resolve
 from provgraph.stats.rowmatch import match_condition, named_conditions, tokens, words_fields, written_value
-from provgraph.stats.statistic import Stat
+from provgraph.stats.statistic import Stat, StatIndex
 
 KEYS = {
     k: []
@@ -155,3 +156,78 @@ def test_bench_bundle_q_is_recomputed_through_the_registry_reference(
     (match,) = [m for m in json.loads(text)["matches"] if "registry-value/" in m["root"]]
     assert match["status"] == "retained", match["reasons"]
     assert "https://example.org/scale/" + ref["statistic"] in [n["iri"] for n in match["nodes"]]
+
+
+def _cell(row: str, column: str, text: str, unit: str = "percent", line: int = 9) -> Written:
+    value = Decimal(text.rstrip("%"))
+    resolution = Decimal(1).scaleb(Decimal(text.rstrip("%")).as_tuple().exponent)
+    return Written(f"urn:claim:{line}:{column}", text, value, unit, resolution, row, None, None, None,
+                   f"| {row} | {text} |", f"README.md:{line}:5", row, None, column, None)  # fmt: skip
+
+
+def _rates() -> StatIndex:
+    stats = []
+    for key, fpr in (("claude_sonnet_4_6", 7 / 18), ("claude_sonnet_4_6_with_taxonomy", 5 / 18)):
+        stats.append(
+            Stat("false_positive_rate", fpr, "m", n=18, conditions=(key,), variant="single-run", replicate=1)
+        )
+    for variant, fpr in (("majority-vote", 9 / 18), ("pooled-runs", 26 / 54)):
+        stats.append(
+            Stat(
+                "false_positive_rate",
+                fpr,
+                "m",
+                n=18,
+                conditions=("claude_sonnet_4_6_3runs",),
+                variant=variant,
+            )
+        )
+    return StatIndex(stats)
+
+
+def test_table_cells_bind_with_the_reason_when_they_cannot() -> None:
+    """The llm_review README's rows (examples/llm_review/generate.py) against its statistics."""
+    index = _rates()
+    names = {
+        k: [] for k in ("claude_sonnet_4_6", "claude_sonnet_4_6_with_taxonomy", "claude_sonnet_4_6_3runs")
+    }
+    cells = [
+        _cell("Claude Sonnet 4.6", "FPR", "39%"),
+        _cell("Claude Sonnet 4.6 + taxonomy", "FPR (%)", "33", unit="number", line=10),
+        _cell("Claude Sonnet 4.6, 3 runs (majority)", "FPR", "50%", line=11),
+        _cell("Claude Sonnet 4.6, 3 runs", "FPR", "48%", line=12),
+        _cell("Claude Sonnet 4.6", "Runs", "1", unit="number", line=13),
+        _cell("Human readers", "FPR", "12%", line=14),
+        _cell("Claude Sonnet 4.6", "Specificity", "61%", line=15),
+        _cell("Claude Sonnet 4.6", "n", "36", unit="number", line=16),
+    ]
+    out = {
+        b.claim.where.split(":")[1]: b for b in bind_claims(cells, index, names, {"columns": {"Runs": ""}})
+    }
+    assert "13" not in out  # [release.bind] leaves Runs unbound: not listed
+    assert out["9"].stat.conditions == ("claude_sonnet_4_6",) and out["9"].recomputed_text() == "39%"
+    ten = out["10"]  # 33 in a % column: 0.33, stale against 5/18
+    assert ten.stat.conditions == ("claude_sonnet_4_6_with_taxonomy",) and ten.value.value == 0.33
+    assert ten.recomputed_text() == "28%"
+    assert out["11"].stat.variant == "majority-vote"
+    assert out["12"].stat is None and "ambiguous" in out["12"].note  # which of the 3-run FPRs?
+    assert "matches no condition" in out["14"].note
+    assert out["15"].condition == "claude_sonnet_4_6" and "does not recompute 'specificity'" in out["15"].note
+    assert out["16"].condition is None and "does not recompute 'n'" in out["16"].note
+
+
+def test_a_sentence_binds_when_its_line_names_one_condition() -> None:
+    index = _rates()
+    names = {k: [] for k in ("claude_sonnet_4_6", "claude_sonnet_4_6_with_taxonomy")}
+    one = Written("urn:s1", "28%", Decimal(28), "percent", Decimal(1), "FPR", "=", None, None,
+                  "With the taxonomy, Claude Sonnet 4.6 + taxonomy reached FPR = 28%.", "paper.md:3:60",
+                  None, None, None, None)  # fmt: skip
+    both = Written("urn:s2", "39%", Decimal(39), "percent", Decimal(1), "FPR", "=", None, None,
+                   "Claude Sonnet 4.6 (FPR = 39%) and Claude Sonnet 4.6 + taxonomy", "paper.md:4:20",
+                   None, None, None, None)  # fmt: skip
+    q = Written("urn:s3", "154.73", Decimal("154.73"), "number", Decimal("0.01"), "Q", "=", None, None,
+                "Claude Sonnet 4.6: Q = 154.73", "paper.md:5:25", None, None, None, None)  # fmt: skip
+    out = bind_claims([one, both, q], index, names, {})
+    assert [b.claim.iri for b in out] == ["urn:s1", "urn:s2"]  # Q is over all conditions: not here
+    assert out[0].stat.conditions == ("claude_sonnet_4_6_with_taxonomy",)
+    assert out[1].stat is None and "names 2 conditions" in out[1].note

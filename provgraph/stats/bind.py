@@ -32,7 +32,7 @@ from provgraph.stats.statistic import Reported, Stat, StatIndex
 from provgraph.store.base import Store
 
 _CLAIMS = """SELECT ?c ?text ?value ?unit ?res ?label ?rel ?num ?n ?ctx ?path ?line ?col
-                    ?row ?group ?column ?cunit WHERE {
+                    ?row ?group ?column ?cunit ?tcol WHERE {
   ?c a pg:Claim ; pg:text ?text ; pg:value ?value ; pg:sourceFile ?file ; pg:sourceLine ?line .
   OPTIONAL { ?file pg:path ?path }
   OPTIONAL { ?c pg:columnLabel ?column } OPTIONAL { ?c pg:label ?label }
@@ -40,10 +40,13 @@ _CLAIMS = """SELECT ?c ?text ?value ?unit ?res ?label ?rel ?num ?n ?ctx ?path ?l
   OPTIONAL { ?c pg:unit ?unit } OPTIONAL { ?c pg:resolution ?res } OPTIONAL { ?c pg:relation ?rel }
   OPTIONAL { ?c pg:numerator ?num } OPTIONAL { ?c pg:n ?n } OPTIONAL { ?c pg:context ?ctx }
   OPTIONAL { ?c pg:sourceColumn ?col } OPTIONAL { ?c pg:rowLabel ?row }
-  OPTIONAL { ?c pg:rowGroup ?group } OPTIONAL { ?c pg:columnUnit ?cunit } }"""
+  OPTIONAL { ?c pg:rowGroup ?group } OPTIONAL { ?c pg:columnUnit ?cunit }
+  OPTIONAL { ?c pg:tableColumn ?tcol } }"""
 _LABELS = """SELECT ?cond ?name WHERE {
   { ?x pg:condition ?cond ; pg:displayName ?name }
   UNION { ?x a pg:ConditionSpec ; pg:condition ?cond ; pg:description ?name } }"""
+#: sizes and confusion counts: inputs of the consistency checks, not statistics of their own
+_COUNTS = frozenset({"n", "n_positive", "n_negative", "tp", "fp", "fn", "tn"})
 _SETTINGS = """SELECT ?settings WHERE { ?spec a pg:ReleaseSpec ; pg:settings ?settings }"""
 
 
@@ -90,11 +93,28 @@ def read_claims(store: Store) -> list[Written]:
     """Every claim with a column header or a written name, once each."""
     out: dict[str, Written] = {}
     for row_values in stream(store, _CLAIMS):
-        c, text, value, unit, res, label, rel, num, n, ctx, path, line, col, row, group, column, cunit = (
-            row_values
-        )
-        if c in out or c is None:
-            continue
+        (
+            c,
+            text,
+            value,
+            unit,
+            res,
+            label,
+            rel,
+            num,
+            n,
+            ctx,
+            path,
+            line,
+            col,
+            row,
+            group,
+            column,
+            cunit,
+            tcol,
+        ) = row_values
+        if c in out or c is None or (tcol == "1" and row):
+            continue  # a number in the row's label cell is part of its name ("Claude 3.5 Sonnet")
         try:
             number = Decimal(value or "")
             resolution = Decimal(res) if res else None
@@ -196,6 +216,8 @@ def _bind(b: Binding, index: StatIndex, words: tuple[str, ...]) -> Binding:
     b.stat, reason = index.match(reported)
     if b.stat is None:
         b.note = reason
+        if b.name in _COUNTS and f"does not recompute {b.name!r}" in reason:
+            b.condition = None  # a size or count: the consistency rules check it, nothing recomputes it
     return b
 
 

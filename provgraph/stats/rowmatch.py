@@ -138,15 +138,31 @@ class Conditions:
         return Match(None, reason=f"{label!r} matches no condition ({_some(self.keys)})")
 
     def named(self, line: str) -> list[str]:
-        """The conditions a sentence names: those whose key (failing that, display name) the
-        line holds, less those another named one contains (a line naming "Sonnet 4.6 +
-        taxonomy" names one, not also "Sonnet 4.6")."""
-        held = set(tokens(line))
+        """The conditions a sentence names: each key (failing that, display name) written as
+        consecutive words, less those inside another's words (a line naming "Sonnet 4.6 +
+        taxonomy" names one condition, not also "Sonnet 4.6"); with none so written, those
+        whose words the line holds anywhere, less those another one's words contain."""
+        seq = tokens(line)
+        held = set(seq)
         for stage in (0, 1):
             found = self._covered(held, stage)
-            if found:
-                return sorted(k for k, need in found.items() if not any(need < o for o in found.values()))
+            if not found:
+                continue
+            spans = []
+            for key in found:
+                for _, need in (f for f in self.forms[stage] if f[0] == key):
+                    spans += [(a, b, key) for a, b in _runs(seq, need)]
+            if spans:
+                inner = {s for s in spans for o in spans if o != s and o[0] <= s[0] and s[1] <= o[1]}
+                return sorted({key for a, b, key in spans if (a, b, key) not in inner})
+            return sorted(k for k, need in found.items() if not any(need < o for o in found.values()))
         return []
+
+
+def _runs(seq: tuple[str, ...], need: frozenset[str]) -> list[tuple[int, int]]:
+    """Where ``seq`` holds exactly the words of ``need`` consecutively."""
+    size = len(need)
+    return [(i, i + size) for i in range(len(seq) - size + 1) if set(seq[i : i + size]) == need]
 
 
 def match_condition(label: str, names: dict[str, list[str]], declared: dict[str, str] | None = None) -> Match:
