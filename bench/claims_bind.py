@@ -65,14 +65,14 @@ def write_bundle(root: Path, rows: int, text: bool) -> None:
 
 
 def ingest(root: Path):
-    from provgraph.cli import main
+    from provgraph.cli import main  # after main() set the secret: the CLI reads it at import
 
     try:
         main(["-C", str(root), "-q", "ingest"])
     except SystemExit as exc:
         if exc.code:
             raise
-    from provgraph.store import open_store
+    from provgraph.store import open_store  # with the CLI's, after the secret is set
 
     return open_store(root / ".provgraph" / "store")
 
@@ -82,6 +82,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=2500)
     args = ap.parse_args()
     os.environ.setdefault("PROVGRAPH_SECRET", "bench-secret-0123456789abcdef0123456789")
+    # imported after the secret is set, like the CLI
     from provgraph.stats import materialize
     from provgraph.stats.bind import bind_texts
     from provgraph.stats.statistic import StatIndex

@@ -32,7 +32,7 @@ from provgraph.stats.statistic import Reported, Stat, StatIndex
 from provgraph.store.base import Store
 
 _CLAIMS = """SELECT ?c ?text ?value ?unit ?res ?label ?rel ?num ?n ?ctx ?path ?line ?col
-                    ?row ?group ?column ?cunit ?tcol WHERE {
+                    ?row ?group ?column ?cunit ?tcol ?ref WHERE {
   ?c a pg:Claim ; pg:text ?text ; pg:value ?value ; pg:sourceFile ?file ; pg:sourceLine ?line .
   OPTIONAL { ?file pg:path ?path }
   OPTIONAL { ?c pg:columnLabel ?column } OPTIONAL { ?c pg:label ?label }
@@ -41,7 +41,9 @@ _CLAIMS = """SELECT ?c ?text ?value ?unit ?res ?label ?rel ?num ?n ?ctx ?path ?l
   OPTIONAL { ?c pg:numerator ?num } OPTIONAL { ?c pg:n ?n } OPTIONAL { ?c pg:context ?ctx }
   OPTIONAL { ?c pg:sourceColumn ?col } OPTIONAL { ?c pg:rowLabel ?row }
   OPTIONAL { ?c pg:rowGroup ?group } OPTIONAL { ?c pg:columnUnit ?cunit }
-  OPTIONAL { ?c pg:tableColumn ?tcol } }"""
+  OPTIONAL { ?c pg:tableColumn ?tcol }
+  OPTIONAL { ?c pg:registryValue/pg:statisticRef ?ref } }"""
+_COLUMNS = _CLAIMS.split("WHERE")[0].replace("SELECT", "").replace("?", "").split()
 _LABELS = """SELECT ?cond ?name WHERE {
   { ?x pg:condition ?cond ; pg:displayName ?name }
   UNION { ?x a pg:ConditionSpec ; pg:condition ?cond ; pg:description ?name } }"""
@@ -69,6 +71,7 @@ class Written:
     group: str | None
     column: str | None
     column_unit: str | None
+    registered: bool = False  # a registry value naming its statistic matches it
 
 
 @dataclass
@@ -92,38 +95,21 @@ class Binding:
 def read_claims(store: Store) -> list[Written]:
     """Every claim with a column header or a written name, once each."""
     out: dict[str, Written] = {}
-    for row_values in stream(store, _CLAIMS):
-        (
-            c,
-            text,
-            value,
-            unit,
-            res,
-            label,
-            rel,
-            num,
-            n,
-            ctx,
-            path,
-            line,
-            col,
-            row,
-            group,
-            column,
-            cunit,
-            tcol,
-        ) = row_values
-        if c in out or c is None or (tcol == "1" and row):
+    for values in stream(store, _CLAIMS):
+        r = dict(zip(_COLUMNS, values, strict=True))
+        c = r["c"]
+        if c is None or c in out or (r["tcol"] == "1" and r["row"]):
             continue  # a number in the row's label cell is part of its name ("Claude 3.5 Sonnet")
         try:
-            number = Decimal(value or "")
-            resolution = Decimal(res) if res else None
+            number = Decimal(r["value"] or "")
+            resolution = Decimal(r["res"]) if r["res"] else None
         except InvalidOperation:
             continue
-        where = f"{path or '?'}:{line}" + (f":{col}" if col else "")
+        where = f"{r['path'] or '?'}:{r['line']}" + (f":{r['col']}" if r["col"] else "")
         out[c] = Written(
-            c, text or "", number, unit, resolution, label, rel, _int(num), _int(n), ctx or "", where,
-            row, group, column, cunit,
+            c, r["text"] or "", number, r["unit"], resolution, r["label"], r["rel"], _int(r["num"]),
+            _int(r["n"]), r["ctx"] or "", where, r["row"], r["group"], r["column"], r["cunit"],
+            r["ref"] is not None,
         )  # fmt: skip
     return sorted(out.values(), key=lambda w: _order(w.where))
 
@@ -218,6 +204,9 @@ def _bind(b: Binding, index: StatIndex, words: tuple[str, ...]) -> Binding:
         b.note = reason
         if b.name in _COUNTS and f"does not recompute {b.name!r}" in reason:
             b.condition = None  # a size or count: the consistency rules check it, nothing recomputes it
+        elif c.registered:
+            b.condition = None  # the registry's statistic reference names what it is
+            b.note += "; the registry value it matches names its statistic"
     return b
 
 
