@@ -28,7 +28,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from provgraph.evidence.claimnodes import emit_text, is_latex
+from provgraph.evidence.claimnodes import emit_text, text_format
 from provgraph.evidence.claims import Registry
 from provgraph.evidence.patterns import matcher
 from provgraph.ingest.api import (
@@ -165,7 +165,7 @@ class GitImporter(Importer):
             text = contents[blob].decode("utf-8-sig", errors="surrogateescape")
             keys = ("git", *repo_parts, tag_name, *name.split("/"))
             count = emit_text(
-                ctx, enumerate(text.splitlines(), start=1), entry, keys, is_latex(name), registry
+                ctx, enumerate(text.splitlines(), start=1), entry, keys, text_format(name), registry
             )
             for _ in range(count):
                 ctx.record()

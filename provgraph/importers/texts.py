@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provgraph.evidence.claimnodes import emit_text, is_latex
+from provgraph.evidence.claimnodes import emit_text, text_format
 from provgraph.evidence.claims import Registry
 from provgraph.evidence.patterns import matcher
 from provgraph.ingest.api import LIKELY, NO, Bundle, ImportContext, Importer, Source
@@ -39,7 +39,7 @@ class TextsImporter(Importer):
         registry = Registry(ctx.bundle.contract.section("release"))
         lines = enumerate(text.splitlines(), start=1)
         count = emit_text(
-            ctx, lines, ctx.source_iri, tuple(source.rel.split("/")), is_latex(source.rel), registry
+            ctx, lines, ctx.source_iri, tuple(source.rel.split("/")), text_format(source.rel), registry
         )
         for _ in range(count):
             ctx.record()
