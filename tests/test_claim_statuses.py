@@ -137,9 +137,10 @@ def test_cxr_flawed_manuscript_numbers_are_withdrawn_with_their_rule(cxr_flawed:
 
 def test_a_number_equal_to_another_conditions_statistic_is_not_retained(tmp_path: Path) -> None:
     """The issue's "with [conditions] removed, lineage marked a wrong number retained": the
-    flawed twin of examples/llm_review without its registry ([[release.values]]), and a sentence
-    naming GPT-4o's F1 as 0.87. GPT-4o's recomputed F1 is 0.829; 0.87 is Claude Opus 4.6's
-    (0.872): name and value alone matched it, so the wrong number read "retained"."""
+    flawed twin of examples/llm_review with no registry ([[release.values]]), and two sentences
+    writing an F1 of 0.87: one for GPT-4o (recomputed 0.829), one naming no condition. 0.87 is
+    Claude Opus 4.6's F1 (0.872): name and value alone matched it, so both read "retained".
+    Now the first is bound to GPT-4o's F1 and withdrawn, the second is unverifiable."""
     root = tmp_path / "flawed"
     review.generate(root, "flawed")
     contract = root / "provgraph.toml"
@@ -149,24 +150,26 @@ def test_a_number_equal_to_another_conditions_statistic_is_not_retained(tmp_path
     )
     readme = root / "README.md"
     readme.write_text(
-        readme.read_text(encoding="utf-8") + "\nGPT-4o reached f1 = 0.87 on the 36 scripts.\n",
+        readme.read_text(encoding="utf-8")
+        + "\nGPT-4o reached f1 = 0.87 on the 36 scripts.\n\nThe best reviewer reached f1 = 0.87.\n",
         encoding="utf-8",
     )
     bundle = prepare(root, "flawed", lambda r, t: None)  # already written: ingest and check it
     try:
-        (f1,) = [r for r in claim_statuses(bundle.store, "README.md") if r.statistic == "f1"]
-        assert (
-            f1.text == "0.87"
-            and "GPT-4o" in bundle.select(f"SELECT ?ctx WHERE {{ <{f1.iri}> pg:context ?ctx }}")[0]["ctx"]
-        )
+        rows = [r for r in claim_statuses(bundle.store, "README.md") if r.statistic == "f1" and r.row is None]
+        assert [r.text for r in rows] == ["0.87", "0.87"]
+        gpt, unnamed = rows
         # Opus's F1 rounds to 0.87: it exists, and is what the old name+value edge matched
         opus = bundle.select(
             """SELECT ?v WHERE { ?s a pg:Statistic ; pg:statName "f1" ; pg:value ?v ;
                  pg:condition/pg:key "claude_opus_4_6" ; pg:testVariant "single-run" }"""
         )
         assert [round(float(r["v"]), 2) for r in opus] == [0.87]
-        assert f1.status == trace(bundle.store, f1.iri).status == "unverifiable"
-        assert f1.evidence is None
+        assert gpt.status == trace(bundle.store, gpt.iri).status == "withdrawn"
+        assert gpt.rule == "analysis-claim-differs" and "recomputes to 0.83" in gpt.reason
+        assert unnamed.status == trace(bundle.store, unnamed.iri).status == "unverifiable"
+        assert unnamed.evidence is None
+        assert not [e for e in trace(bundle.store, unnamed.iri).edges if "claude_opus_4_6" in e.target]
     finally:
         bundle.close()
 
@@ -184,7 +187,7 @@ def test_lineage_file_lists_every_number_of_a_text(review_flawed: Bundle) -> Non
     listed = [x for x in lines if re.match(r"^  README\.md:\d+:\d+  ", x)]
     assert len(listed) == len(rows)
     assert "  README.md:13:16  94%  [row 'GPT-4o' / column 'Detection rate']" in listed
-    assert "      withdrawn: release-stale-value (fail)" in out
+    assert "      withdrawn: analysis-claim-differs (fail)" in out
     code, out = review_flawed.cli("lineage", "--no-check", "--format", "json", "README.md")
     doc = json.loads(out)
     assert code == 0 and doc["counts"] == {s: counts[s] for s in STATUSES}
@@ -221,5 +224,6 @@ def test_report_claims_table_groups_numbers_by_file_with_show_all(
     assert f"{len(rows)} numbers: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s]) in section
     assert f"<summary>show all ({len(rows) - 25} more)</summary>" in section  # 25 shown first
     assert Counter(re.findall(r"<td class='status-(\w+)'>", section)) == counts
-    assert section.count("release-stale-value (fail)") == sum(r.rule == "release-stale-value" for r in rows)
+    differs = sum(r.rule == "analysis-claim-differs" for r in rows)
+    assert differs >= 3 and section.count("analysis-claim-differs (fail)") == differs
     assert "<td>GPT-4o / Detection rate</td>" in section

@@ -59,6 +59,8 @@ _FIELDS = {
     "rowGroup": "group",
     "columnLabel": "column_label",
     "bindingNote": "binding_note",
+    "boundStatName": "bound_statistic",
+    "boundCondition": "bound_condition",
 }
 
 
@@ -133,7 +135,7 @@ def claim_statuses(
         if worst_reason is not None:
             found.append(worst_reason)
         if evidence is None:
-            found.append(Reason("unverifiable", facts.get("binding_note") or NO_EVIDENCE, iri))
+            found.append(Reason("unverifiable", _unbound(facts), iri))
         if sizes.get(index[iri], 0) > max_nodes:
             found.append(
                 Reason("unverifiable", f"the lineage has more than {max_nodes:,} nodes; a trace cuts it")
@@ -170,6 +172,19 @@ def _row(
         rule,
         evidence,
     )
+
+
+def _unbound(facts: dict[str, Any]) -> str:
+    """Why a number reaching no evidence has none: the binding's note, else what its table cell
+    lacks (a column naming no statistic, a row naming no condition), else the general reason."""
+    if facts.get("binding_note"):
+        return f"not bound to a recomputation: {facts['binding_note']}"
+    column, row = facts.get("column_label"), facts.get("row")
+    if column is not None and not facts.get("bound_statistic"):
+        return f"column {column!r} names no statistic the cell could be bound to; {NO_EVIDENCE}"
+    if row is not None and not facts.get("bound_condition") and facts.get("bound_statistic"):
+        return f"row {row!r} names no condition the cell could be bound to; {NO_EVIDENCE}"
+    return NO_EVIDENCE
 
 
 def _agrees(node: Node) -> str:
