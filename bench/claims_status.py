@@ -4,11 +4,11 @@
 
 Generates the clean twin of the LLM-reviewer benchmark (examples/llm_review: its statistics
 recomputed from the reviews), repeats its README's results rows until the README writes
-``--numbers`` numbers (four per row, each a claim tied by the registry to its statistic),
-ingests it and records a check. Measured in the same run: the statuses of all the README's
-numbers at once (:func:`provgraph.lineage.claims.claim_statuses`), and the baseline, one
-:func:`provgraph.lineage.trace.trace` per claim on ``--sample`` claims spread over the text,
-extrapolated to all of them. Both give the same status for every sampled claim (checked).
+``--numbers`` numbers (five cells per row: the runs, left unbound, and four rates the binding
+ties to their statistics), ingests it and records a check. Measured in the same run: the
+statuses of all the README's numbers at once (:func:`provgraph.lineage.claims.claim_statuses`),
+and the baseline, one :func:`provgraph.lineage.trace.trace` per claim on ``--sample`` claims
+spread over the text, extrapolated to all of them. Both give the same status for every sampled claim (checked).
 """
 
 from __future__ import annotations
@@ -37,13 +37,14 @@ def generator():
 
 
 def grow_readme(root: Path, numbers: int) -> None:
-    """Repeat the README's results rows until it writes ``numbers`` numbers (4 per row; the
-    Runs column is a bare integer, no claim)."""
+    """Repeat the README's results rows until it writes ``numbers`` numbers (each row's cells:
+    runs, detection rate, FPR, precision, F1)."""
     readme = root / "README.md"
     lines = readme.read_text(encoding="utf-8").splitlines()
     rows = [x for x in lines if x.startswith("| Claude") or x.startswith("| GPT")]
+    per_row = len(rows[0].strip("|").split("|")) - 1  # every cell but the row label is a number
     end = max(i for i, x in enumerate(lines) if x in rows)
-    extra = [rows[i % len(rows)] for i in range(numbers // 4 - len(rows))]
+    extra = [rows[i % len(rows)] for i in range(numbers // per_row - len(rows))]
     readme.write_text("\n".join(lines[: end + 1] + extra + lines[end + 1 :]) + "\n", encoding="utf-8")
 
 
