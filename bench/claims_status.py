@@ -8,7 +8,8 @@ recomputed from the reviews), repeats its README's results rows until the README
 ties to their statistics), ingests it and records a check. Measured in the same run: the
 statuses of all the README's numbers at once (:func:`provgraph.lineage.claims.claim_statuses`),
 and the baseline, one :func:`provgraph.lineage.trace.trace` per claim on ``--sample`` claims
-spread over the text, extrapolated to all of them. Both give the same status for every sampled claim (checked).
+spread over the text, extrapolated to all of them. Both give the same status for every sampled
+claim (checked).
 """
 
 from __future__ import annotations
