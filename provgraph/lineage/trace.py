@@ -316,6 +316,14 @@ def _reasons(store: Store, root: str, nodes: dict[str, Node], truncated: bool) -
         reasons.append(
             Reason("withdrawn", f"the registry marks {nodes[n].label.removeprefix('registry value ')}", n)
         )
+    # a registry entry naming its statistic that the statistics engine did not resolve (stats/refs.py)
+    for r in store.select(
+        pg + f"SELECT ?n ?ref ?note WHERE {{ VALUES ?n {{ {values} }} ?n pg:statisticRef ?ref "
+        "FILTER NOT EXISTS { ?n pg:recomputedAs ?s } OPTIONAL { ?n pg:bindingNote ?note } } ORDER BY ?n"
+    ):
+        n, why = r["n"].value, r["note"].value if r["note"] else "no recomputation resolved it"  # type: ignore[union-attr]
+        text = f"{nodes[n].label} names statistic {r['ref'].value}, which is not recomputed: {why}"  # type: ignore[union-attr]
+        reasons.append(Reason("unverifiable", text, n))
     if not store.ask(pg + "ASK { ?c a pg:Check }"):
         reasons.append(Reason("unverifiable", "no check has been recorded: run `provgraph check`"))
     for r in store.select(
