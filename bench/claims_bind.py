@@ -103,8 +103,10 @@ def main() -> None:
                 t0 = time.perf_counter()
                 bindings = bind_texts(store, outcome.base, index)
                 figures["bind"] = time.perf_counter() - t0
-                bound = sum(b.stat is not None for b in bindings)
-                print(f"cells {len(bindings)}, bound {bound}, statistics {outcome.statistics}")
+                bound = [b for b in bindings if b.stat is not None]
+                differ = sum(abs(b.value.value - b.stat.value) > b.value.tolerance for b in bound)  # type: ignore[union-attr]
+                print(f"cells {len(bindings)}, bound {len(bound)} ({differ} differ)")
+                print(f"statistics {outcome.statistics}")
             store.close()
         for name, seconds in figures.items():
             print(f"  {name:<10} {seconds:7.2f} s")

@@ -389,6 +389,16 @@ def node_reasons(store: Store, nodes: dict[str, Node]) -> list[Reason]:
             n = r["n"].value  # type: ignore[union-attr]
             label = nodes[n].label.removeprefix("registry value ")
             reasons.append(Reason("withdrawn", f"the registry marks {label}", n))
+        # a registry entry naming its statistic that the statistics engine did not resolve (stats/refs.py)
+        for r in store.select(
+            f"""PREFIX pg: <{PG_NS}>
+            SELECT ?n ?ref ?note WHERE {{ VALUES ?n {{ {values} }} ?n pg:statisticRef ?ref
+              FILTER NOT EXISTS {{ ?n pg:recomputedAs ?s }} OPTIONAL {{ ?n pg:bindingNote ?note }} }}
+            ORDER BY ?n"""
+        ):
+            n, why = r["n"].value, r["note"].value if r["note"] else "no recomputation resolved it"  # type: ignore[union-attr]
+            text = f"{nodes[n].label} names statistic {r['ref'].value}, which is not recomputed: {why}"  # type: ignore[union-attr]
+            reasons.append(Reason("unverifiable", text, n))
     return reasons
 
 
