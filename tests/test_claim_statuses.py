@@ -128,6 +128,13 @@ def test_cxr_flawed_manuscript_numbers_are_withdrawn_with_their_rule(cxr_flawed:
     assert table[("manuscript/main.tex:4", "71.1%")][0] == "withdrawn"
     # the stale table is withdrawn through its build record
     assert table[("tables/table2.md:4", "0.05")][1].startswith("release-stale-artifact (fail)")
+    # an archive member is a text of its own: `lineage ARCHIVE!/MEMBER` lists its numbers
+    member = "release/reproducibility_bundle_REVISED.zip!/manuscript/main.tex"
+    code, out = cxr_flawed.cli("lineage", "--no-check", "--format", "json", member)
+    doc = json.loads(out)
+    assert code == 0 and doc["counts"]["withdrawn"] == len(doc["numbers"]) == 7
+    assert {n["path"] for n in doc["numbers"]} == {member}
+    assert {n["rule"] for n in doc["numbers"]} == {"release-stale-value", "release-manifest-mismatch"}
     # the thresholds the plan declares are right in the flawed twin too
     assert sorted((f"{r.path}:{r.line}", r.text) for r in rows if r.status == "retained") == [
         ("README.md:6", "0.05"),
