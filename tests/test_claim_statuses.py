@@ -147,14 +147,14 @@ def test_a_number_equal_to_another_conditions_statistic_is_not_retained(tmp_path
     flawed twin of examples/llm_review with no registry ([[release.values]]), and two sentences
     writing an F1 of 0.87: one for GPT-4o (recomputed 0.829), one naming no condition. 0.87 is
     Claude Opus 4.6's F1 (0.872): name and value alone matched it, so both read "retained".
-    Now the first is bound to GPT-4o's F1 and withdrawn, the second is unverifiable."""
+    Now the first is bound to GPT-4o's F1 and withdrawn, the second is unverifiable. The Runs
+    column, left to the binding (no ``columns = { Runs = "" }``), reads bind's note."""
     root = tmp_path / "flawed"
     review.generate(root, "flawed")
     contract = root / "provgraph.toml"
     text = contract.read_text(encoding="utf-8")
-    contract.write_text(
-        re.sub(r"\[\[release\.values\]\]\n(?:[^\[\n][^\n]*\n)*\n?", "", text), encoding="utf-8"
-    )
+    text = re.sub(r"\[\[release\.values\]\]\n(?:[^\[\n][^\n]*\n)*\n?", "", text)
+    contract.write_text(text.replace('columns = { Runs = "" }', ""), encoding="utf-8")  # bind's note
     readme = root / "README.md"
     readme.write_text(
         readme.read_text(encoding="utf-8")
@@ -177,6 +177,11 @@ def test_a_number_equal_to_another_conditions_statistic_is_not_retained(tmp_path
         assert unnamed.status == trace(bundle.store, unnamed.iri).status == "unverifiable"
         assert unnamed.evidence is None
         assert not [e for e in trace(bundle.store, unnamed.iri).edges if "claude_opus_4_6" in e.target]
+        # a cell the binding could not bind says why (bind's note), and is unverifiable
+        runs = [r for r in claim_statuses(bundle.store, "README.md") if r.column_label == "Runs"]
+        assert len(runs) == 7 and {(r.status, r.reason) for r in runs} == {
+            ("unverifiable", "not bound to a recomputation: column 'Runs' names no statistic")
+        }
     finally:
         bundle.close()
 
@@ -195,6 +200,9 @@ def test_lineage_file_lists_every_number_of_a_text(review_flawed: Bundle) -> Non
     assert len(listed) == len(rows)
     assert "  README.md:13:16  94%  [row 'GPT-4o' / column 'Detection rate']" in listed
     assert "      withdrawn: analysis-claim-differs (fail)" in out
+    assert (
+        "      unverifiable: [release.bind] leaves column 'Runs' unbound: no recomputation is declared" in out
+    )
     code, out = review_flawed.cli("lineage", "--no-check", "--format", "json", "README.md")
     doc = json.loads(out)
     assert code == 0 and doc["counts"] == {s: counts[s] for s in STATUSES}

@@ -44,6 +44,7 @@ from provgraph.lineage.trace import (
     node_reasons,
 )
 from provgraph.rdf.vocab import PG_NS
+from provgraph.stats.bind import bind_settings
 from provgraph.store.base import Store
 
 _BATCH = 400
@@ -128,6 +129,7 @@ def claim_statuses(
     flow = _flow(store, comps, graph, own, nodes, index)
     sizes = _closure_sizes(comps, graph, index) if len(order) > max_nodes else {}
     shared = global_reasons(store)
+    declared = bind_settings(store)
     out = []
     for iri, facts in claims.items():
         found: list[Reason] = list(shared)
@@ -135,7 +137,7 @@ def claim_statuses(
         if worst_reason is not None:
             found.append(worst_reason)
         if evidence is None:
-            found.append(Reason("unverifiable", _unbound(facts), iri))
+            found.append(Reason("unverifiable", _unbound(facts, declared), iri))
         if sizes.get(index[iri], 0) > max_nodes:
             found.append(
                 Reason("unverifiable", f"the lineage has more than {max_nodes:,} nodes; a trace cuts it")
@@ -174,12 +176,17 @@ def _row(
     )
 
 
-def _unbound(facts: dict[str, Any]) -> str:
+def _unbound(facts: dict[str, Any], declared: dict[str, Any]) -> str:
     """Why a number reaching no evidence has none: the binding's note, else what its table cell
-    lacks (a column naming no statistic, a row naming no condition), else the general reason."""
+    lacks (a column naming no statistic, a row naming no condition, or ``[release.bind]``
+    leaving either unbound), else the general reason."""
     if facts.get("binding_note"):
         return f"not bound to a recomputation: {facts['binding_note']}"
     column, row = facts.get("column_label"), facts.get("row")
+    for key, label in (("columns", column), ("rows", row)):
+        if label is not None and (declared.get(key) or {}).get(label) == "":
+            what = "column" if key == "columns" else "row"
+            return f"[release.bind] leaves {what} {label!r} unbound: no recomputation is declared for it"
     if column is not None and not facts.get("bound_statistic"):
         return f"column {column!r} names no statistic the cell could be bound to; {NO_EVIDENCE}"
     if row is not None and not facts.get("bound_condition") and facts.get("bound_statistic"):
