@@ -17,9 +17,12 @@ from pathlib import Path
 import pytest
 from examples_support import Bundle, generator, prepare
 
+from provgraph.lineage import hubs
 from provgraph.lineage.claims import claim_statuses, is_text, text_paths
+from provgraph.lineage.gate import run_gate
 from provgraph.lineage.model import STATUSES
 from provgraph.lineage.trace import trace
+from provgraph.rules import load_rules
 
 cxr = generator("cxr_pilot")
 review = generator("llm_review")
@@ -242,3 +245,38 @@ def test_report_claims_table_groups_numbers_by_file_with_show_all(
     differs = sum(r.rule == "analysis-claim-differs" for r in rows)
     assert differs >= 3 and section.count("analysis-claim-differs (fail)") == differs
     assert "<td>GPT-4o / Detection rate</td>" in section
+
+
+def test_a_lineage_over_the_size_limit_is_unverifiable_as_in_a_trace(cxr_clean: Bundle) -> None:
+    """With the node limit at 200, the pilot's numbers whose lineage reaches the recomputed
+    statistics (about 10,000 nodes) are cut by a trace, and counted over the limit here."""
+    rows = claim_statuses(cxr_clean.store, max_nodes=200)
+    traced = {r.iri: trace(cxr_clean.store, r.iri, max_nodes=200) for r in rows}
+    assert {r.iri: r.status for r in rows} == {iri: lin.status for iri, lin in traced.items()}
+    cut = [r for r in rows if traced[r.iri].truncated]
+    assert len(cut) == 6 and {(r.text, r.status) for r in cut} == {("121.95", "unverifiable")}  # Q, 6 texts
+    assert all(r.reason == "the lineage has more than 200 nodes; a trace cuts it" for r in cut)
+    assert not [r for r in rows if not traced[r.iri].truncated and "more than 200 nodes" in r.reason]
+
+
+def test_a_sampled_hub_gives_the_statuses_of_the_full_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hub above the threshold (the pilot's cell grid, forced at 50 sources as
+    tests/test_lineage_hubs.py does) is sampled by the one pass as by a trace, and what lies
+    upstream of it (recorded by the check) still decides the statuses: the same as unsampled.
+    The clean twin: its Q claims reach the grid through the statistic (the flawed twin's stale
+    Q reaches only its superseded registry value)."""
+    bundle = prepare(tmp_path / "clean", "clean", cxr.generate)
+    try:
+        full = {r.iri: (r.status, r.reason) for r in claim_statuses(bundle.store)}
+        monkeypatch.setattr(hubs, "HUB_THRESHOLD", 50)
+        run_gate(bundle.store, load_rules())  # the check records what lies upstream of the grid
+        sampled = claim_statuses(bundle.store)
+        assert {r.iri: r.status for r in sampled} == {iri: s for iri, (s, _) in full.items()}
+        assert {r.iri: r.status for r in sampled} == {
+            r.iri: trace(bundle.store, r.iri).status for r in sampled
+        }
+        assert {r.text for r in sampled if trace(bundle.store, r.iri).sampled} == {"121.95"}
+    finally:
+        bundle.close()

@@ -278,10 +278,12 @@ def _walk(
                 frontier.append(o)
     nodes = describe(store, list(seen), {x.source for x in sampled})
     own: dict[str, list[Reason]] = {}
-    for r in node_reasons(store, nodes) + hub_reasons(store, nodes, sampled):
+    for r in node_reasons(store, nodes):
         own.setdefault(r.node or "", []).append(r)
-    for hub in {x.source for x in sampled}:  # what lies upstream of a sampled hub is its own
-        own.setdefault(hub, [])
+    for hub in dict.fromkeys(x.source for x in sampled):
+        # what lies upstream of a sampled hub (as the check recorded it) is the hub's own: its
+        # foci were not walked
+        own.setdefault(hub, []).extend(hub_reasons(store, nodes, [x for x in sampled if x.source == hub]))
     return {s: list(dict.fromkeys(t)) for s, t in graph.items()}, nodes, own
 
 
@@ -394,23 +396,37 @@ def _rank(reason: Reason) -> int:
 def _closure_sizes(
     comps: list[list[int]], graph: dict[str, list[str]], index: dict[str, int]
 ) -> dict[int, int]:
-    """Per node: how many nodes its lineage holds (itself included), as bit sets over the components."""
-    order = [None] * len(index)
+    """Per node: how many nodes its lineage holds (itself included), as bit sets over the
+    components; a component's set is dropped once every component deriving from it has used
+    it, so what is held is the frontier of the walk, not one set per node."""
+    order = [""] * len(index)
     for iri, i in index.items():
-        order[i] = iri  # type: ignore[call-overload]
-    reach = [0] * len(index)
+        order[i] = iri
+    comp_of = {i: k for k, comp in enumerate(comps) for i in comp}
+    below = [
+        {comp_of[index[t]] for i in comp for t in graph.get(order[i], ())} - {k}
+        for k, comp in enumerate(comps)
+    ]
+    users = [0] * len(comps)
+    for kids in below:
+        for c in kids:
+            users[c] += 1
+    reach: dict[int, int] = {}
     sizes: dict[int, int] = {}
-    for comp in comps:
+    for k, comp in enumerate(comps):
         bits = 0
         for i in comp:
             bits |= 1 << i
-        for i in comp:
-            for t in graph.get(order[i], ()):  # type: ignore[call-overload]
-                bits |= reach[index[t]]
+        for c in below[k]:
+            bits |= reach[c]
+            users[c] -= 1
+            if not users[c]:
+                del reach[c]
         count = bits.bit_count()
         for i in comp:
-            reach[i] = bits
             sizes[i] = count
+        if users[k]:
+            reach[k] = bits
     return sizes
 
 
