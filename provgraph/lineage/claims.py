@@ -13,9 +13,9 @@
    unverifiable, with the binding's note when the binding left it unbound.
 
 Every claim of a text shares the text's upstream (its file, the import, the statistics), so
-that upstream is read once, not once per number (49x on 10,000 numbers: bench/README.md). A claim whose lineage exceeds ``max_nodes``
-nodes is at least unverifiable, as in a trace; here its whole lineage is still examined, so a
-withdrawal upstream of the cut is not missed.
+that upstream is read once, not once per number (49x on 10,000 numbers: bench/README.md).
+A claim whose lineage exceeds ``max_nodes`` nodes is at least unverifiable, as in a trace;
+here its whole lineage is still examined, so a withdrawal upstream of the cut is not missed.
 """
 
 from __future__ import annotations
