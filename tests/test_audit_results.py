@@ -30,7 +30,9 @@ ROWS = ("category_detection_rate", "accuracy", "detection_rate", "false_positive
 
 def _bundle(tmp_path: Path, name: str = "b") -> Path:
     root = write_bundle(tmp_path / name, {}, CONTRACT + "\n[analysis]\n")
-    shutil.copytree(REAL, root, dirs_exist_ok=True)
+    # the harness's own two folders, as a run leaves them (tables/ holds excerpts of the paper)
+    for folder in ("audit_answer_key", "audit_results"):
+        shutil.copytree(REAL / folder, root / folder, dirs_exist_ok=True)
     return root
 
 
