@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from examples_support import generator
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from provgraph.evidence.claimnodes import text_format
 from provgraph.evidence.claims import numbers
@@ -41,6 +43,7 @@ def assert_numbers_in_one_cell(lines: list[tuple[int, str]], tables: list[Table]
                     in_cells[(line, number.column)] = in_cells.get((line, number.column), 0) + 1
     assert set(in_cells.values()) <= {1}
     body_lines = {line for line, _ in in_cells}
+    body_lines |= {c.line for t in tables for r in t.rows for c in r.cells if c.span and c.text}
     for line in body_lines:
         scanned = {n.column for n in numbers(seen[line], latex=fmt == "latex")}
         cells_here = {column for (at, column) in in_cells if at == line}
@@ -169,13 +172,14 @@ def test_latex_rows_over_lines_hline_header_and_escapes() -> None:
         "  0.91 \\\\[2pt]\n"
         "% B & 0.11 & 0.22 \\\\\n"
         "\\begin{tabular}{@{}c@{}}C\\\\v2\\end{tabular} & 88 & 0.85 \\\\\n"
-        "\\multirow{2}{*}{D} & 70 & 0.70 \\\\ \\hline\n"
+        "\\multirow{2}{*}{D} & 70 & 0.70 \\\\\n"
+        " & 71 & 0.71 \\\\ \\hline\n"
         "\\end{tabular}\n"
     )
     lines = lines_of(text)
     (table,) = find_tables(lines, "latex")
     assert table.columns == ("Model", "DR (%)", "F1") and table.units == (None, "percent", None)
-    assert [r.label for r in table.rows] == ["R&D model", "C v2", "D"]
+    assert [r.label for r in table.rows] == ["R&D model", "C v2", "D", "D"]  # \multirow covers the row below
     first = table.rows[0]
     assert [(c.line, c.column) for c in first.cells] == [(3, 1), (3, 14), (4, 3)]
     assert first.cells[2].number_lines == (4,) and first.cells[2].numbers[0].column == 2
@@ -214,7 +218,7 @@ HTML = (
     '<html><body><p>Images at <img width="0.5" src="a.png"> scale.</p>\n'
     "<table>\n<caption>Main results &amp; more</caption>\n"
     '<thead><tr><th rowspan=2>Model</th><th colspan="2">Rates</th></tr>\n'
-    "<tr><th></th><th>DR (%)</th><th>FPR</th></tr></thead>\n"
+    "<tr><th>DR (%)</th><th>FPR</th></tr></thead>\n"
     "<tbody><tr><td>Claude</td><td></td><td></td></tr>\n"
     "<tr><th>A</th><td><b>94</b></td><td>17&#37;</td></tr>\n"
     "<tr><td>B &lt;v2&gt;</td><td>88</td><td>\n  0.25</td></tr>\n"
@@ -258,7 +262,7 @@ def test_raw_html_table_in_markdown() -> None:
     (table,) = find_tables(lines, "markdown")
     assert (table.format, table.columns, table.rows[0].cells[1].text) == ("html", ("m", "F1"), "0.84")
     seen = dict(view(lines, "markdown"))
-    assert seen[1] == "Some <b>0.3</b>" and seen[5].strip() == "a         0.84"
+    assert seen[1] == "Some <b>0.3</b>" and seen[5].rstrip() == "|   |   a|    |   0.84|    |"
 
 
 # --- CSV -----------------------------------------------------------------------------------
@@ -412,3 +416,97 @@ def test_latex_html_csv_cells_in_the_graph(ingested) -> None:
         ("1000.5", "3", "13", "B, large", "DR (%)"), ("0.5", "3", "22", "B, large", "F1"),
     ]  # fmt: skip
     assert [(p.path, p.line) for p in ingested.problems + ingested.rejected] == [("results.csv", 4)]
+
+
+# --- bad and hostile input -----------------------------------------------------------------
+
+_PIECES = [
+    "|", "---", ":-:", "\\|", "**", "*", "`", "&", "\\\\", "\\\\[2pt]", "\\hline", "\\midrule",
+    "\\begin{tabular}{ll}", "\\end{tabular}", "\\multicolumn{2}{c}{", "}", "{", "%", "\\%",
+    "<table>", "</table>", "<tr>", "<td colspan=x>", "<th>", "</td>", "<!--", "-->", "&amp;",
+    "&#99999999;", "<", ">", '"', ",", "0.5", "17%", "3/4", "n = 5", "\n", " ", "x",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.sampled_from(["markdown", "latex", "html", "csv"]))
+def test_any_text_parses_without_error_and_numbers_stay_in_one_cell(pieces: list[str], fmt: str) -> None:
+    """Fragments of every format's syntax, shuffled: find_tables never raises, and no number is
+    in two cells."""
+    lines = lines_of("".join(pieces))
+    tables = find_tables(lines, fmt, problem=lambda _line, _why: None)
+    seen: set[tuple[int, int]] = set()
+    for table in tables:
+        assert len(table.columns) == len(table.units)
+        for row in table.rows:
+            assert len(row.cells) == len(table.columns)
+            for cell in row.cells:
+                for number, line in zip(cell.numbers, cell.number_lines, strict=True):
+                    assert (line, number.column) not in seen
+                    seen.add((line, number.column))
+
+
+def test_unclosed_html_markup_is_read_as_text_not_as_cells_of_its_own() -> None:
+    """An unclosed comment hides the rest of the table (as a browser does); a ``<`` that opens
+    no tag is text. Both once made html.parser rescan the text per later ``<``."""
+    (table,) = find_tables(lines_of("<table><tr><td>0.5</td><td><!-- 0.7 <td>0.9\n"), "html")
+    assert [[n.text for c in r.cells for n in c.numbers] for r in table.rows] == [["0.5"]]
+    (table,) = find_tables(lines_of("<table><tr><td>a <td 0.25 <td>0.75</td></tr></table>\n"), "html")
+    assert [c.text for c in table.rows[0].cells] == ["a <td 0.25", "0.75"]
+
+
+def test_html_rowspan_covers_the_cells_below() -> None:
+    """HTML omits the cells a rowspan covers (HTML Living Standard, 4.9.11 "forming a table"):
+    the cells after it shift right, and the covered row's label is the spanning cell's."""
+    text = (
+        "<table><tr><th>Model</th><th>Prompt</th><th>F1</th></tr>\n"
+        "<tr><td rowspan=2>GPT-4o</td><td>plain</td><td>0.84</td></tr>\n"
+        "<tr><td>taxonomy</td><td>0.90</td></tr></table>\n"
+    )
+    (table,) = find_tables(lines_of(text), "html")
+    assert table.columns == ("Model", "Prompt", "F1")
+    assert [(r.label, [c.text for c in r.cells]) for r in table.rows] == [
+        ("GPT-4o", ["GPT-4o", "plain", "0.84"]),
+        ("GPT-4o", ["", "taxonomy", "0.90"]),
+    ]
+    assert table.rows[1].cells[0].span == 0
+
+
+def test_a_table_is_read_with_at_most_max_columns() -> None:
+    """A hostile row of 10^4 cells: the table keeps MAX_COLUMNS columns (every row is padded to
+    the width); the numbers past it are still claims of the line scan, just without a cell."""
+    from provgraph.evidence.tables import MAX_COLUMNS
+
+    width = 10_000
+    text = "|" + " h |" * width + "\n" + "|-" * width + "|\n" + "| 0.5 " * width + "|\n| x | 0.6 |\n"
+    (table,) = find_tables(lines_of(text), "markdown")
+    assert len(table.columns) == MAX_COLUMNS and [len(r.cells) for r in table.rows] == [MAX_COLUMNS] * 2
+
+
+def test_markdown_captions() -> None:
+    """Pandoc's table_captions extension (a paragraph ``Table: ...`` or ``: ...`` before or after
+    the table, pandoc.org/MANUAL.html#extension-table_captions), and the ``**Table 2.** ...``
+    line papers' READMEs write above a table."""
+    above = "Table: Detection by model\n\n| m | DR |\n|---|---|\n| a | 0.5 |\n"
+    below = "| m | DR |\n|---|---|\n| a | 0.5 |\n: Detection *by* model\n"
+    numbered = "**Table 2.** Detection by model\n| m | DR |\n|---|---|\n| a | 0.5 |\n\nText.\n"
+    for text, caption in ((above, "Detection by model"), (below, "Detection by model")):
+        (table,) = find_tables(lines_of(text), "markdown")
+        assert (table.caption, len(table.rows)) == (caption, 1)
+    (table,) = find_tables(lines_of(numbered), "markdown")
+    assert table.caption == "Table 2. Detection by model"
+    (table,) = find_tables(lines_of("Some prose.\n\n| m | DR |\n|---|---|\n| a | 0.5 |\n"), "markdown")
+    assert table.caption is None
+
+
+def test_html_cells_do_not_lend_their_numbers_to_each_other() -> None:
+    """``<td>17%</td><td>(8/45)</td>`` are two cells: the percentage has no denominator of its
+    own, and 8/45 is a claim of its own (as ``| 17% | (8/45) |`` in Markdown)."""
+    lines = lines_of(
+        "<table><tr><th>m</th><th>FPR</th><th>k/n</th></tr>\n<tr><td>a</td><td>17%</td><td>(8/45)</td></tr></table>\n"
+    )
+    seen = dict(view(lines, "html"))
+    found = [(n.text, n.n) for n in numbers(seen[2])]
+    assert found == [("17%", None), ("8/45", 45)]
+    (table,) = find_tables(lines, "html")
+    assert [[n.text for n in c.numbers] for c in table.rows[0].cells] == [[], ["17%"], ["8/45"]]

@@ -2,8 +2,9 @@
 :mod:`provgraph.evidence.tables`, and the view of such a text numbers are read from.
 
 A number is read from what a reader sees, never from markup: :func:`visible` blanks tags,
-comments, scripts and styles and writes each character reference (``&#37;``, ``&lt;``) as its
-character padded with spaces, so every number keeps its line and column in the source. A CSV
+comments, scripts and styles (a table cell's or row's tag as ``|``, so that no number reads its
+neighbour cell's as its denominator) and writes each character reference (``&#37;``, ``&lt;``)
+as its character padded with spaces, so every number keeps its line and column in the source. A CSV
 line is read with its delimiters (outside quotes) written as ``|``: ``0.84,0.39`` would read as
 one token, ``0.84|0.39`` reads as two numbers, in their own columns.
 """
@@ -15,25 +16,40 @@ import html
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import replace
 from html.parser import HTMLParser
 
 from provgraph.evidence.tables import Problem, RawCell, Table, build_table, span_numbers
 
 _MARKUP = re.compile(r"<[A-Za-z/!?]|&")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,8}|#[xX][0-9A-Fa-f]{1,8}|[A-Za-z][A-Za-z0-9]{1,31});")
+_BOUNDARY = re.compile(r"</?(?:td|th|tr|table|caption|thead|tbody|tfoot)\b", re.IGNORECASE)
 _TABLE_TAG = re.compile(r"<(/?)table\b", re.IGNORECASE)
 _RAW_TEXT = ("script", "style", "textarea", "title")
+#: what a ``<`` that opens no tag is fed to html.parser as (one character, so positions hold),
+#: and written back as ``<`` in a cell's text
+_STRAY = "\uff1c"
 
 
 def _blank(text: str) -> str:
     return "".join("\n" if ch == "\n" else " " for ch in text)
 
 
-def visible(text: str, start: int = 0, end: int | None = None) -> str:
-    """``text`` with its HTML markup between ``start`` and ``end`` blanked, columns kept."""
-    end = len(text) if end is None else end
+def visible(text: str, spans: Sequence[tuple[int, int]] | None = None) -> str:
+    """``text`` with its HTML markup blanked (only inside ``spans``, when given), columns kept."""
     lower = text.lower()
-    out = [text[:start]]
+    out: list[str] = []
+    done = 0
+    for start, end in [(0, len(text))] if spans is None else spans:
+        out.append(text[done:start])
+        out.append(_visible_span(text, lower, start, end))
+        done = end
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _visible_span(text: str, lower: str, start: int, end: int) -> str:
+    out = []
     i = start
     while (m := _MARKUP.search(text, i, end)) is not None:
         at = m.start()
@@ -53,9 +69,11 @@ def visible(text: str, start: int = 0, end: int | None = None) -> str:
             out.append(_blank(text[at:end]) if text.startswith("<!--", at) else text[at:end])
             i = end
             break
-        out.append(_blank(text[at:close]))
+        blank = _blank(text[at:close])
+        # a cell or row boundary reads as "|": "17%</td><td>(8/45)" is no "17% (8/45)"
+        out.append("|" + blank[1:] if _BOUNDARY.match(text, at) and blank[0] == " " else blank)
         i = close
-    out.append(text[i:])
+    out.append(text[i:end])
     return "".join(out)
 
 
@@ -74,6 +92,44 @@ def _markup_end(text: str, lower: str, at: int, end: int) -> int:
             after = text.find(">", stop, end)
             return after + 1 if after >= 0 else -1
     return close + 1
+
+
+def _parseable(text: str, lower: str, start: int, end: int) -> str:
+    """``text[start:end]`` as html.parser can read in linear time, positions kept: comments and
+    raw-text elements (script, style) blanked, and a ``<`` that opens no whole tag (another
+    ``<`` or the end comes before its ``>``) written as :data:`_STRAY`, text to the parser.
+    html.parser rescans an unclosed comment or tag once per later ``<``: quadratic in a
+    hostile text."""
+    out: list[str] = []
+    i, close = start, -1
+    while (at := text.find("<", i, end)) >= 0:
+        out.append(text[i:at])
+        if text.startswith("<!--", at):
+            stop = text.find("-->", at + 4, end)
+            stop = end if stop < 0 else stop + 3
+            out.append(_blank(text[at:stop]))
+            i = stop
+            continue
+        if close < at:
+            close = text.find(">", at, end)
+            if close < 0:
+                close = end  # no tag closes after here: every later "<" is text
+        after = text.find("<", at + 1, close) if close < end else at + 1
+        if close >= end or after >= 0:
+            out.append(_STRAY)
+            i = at + 1
+            continue
+        name = re.match(r"<([A-Za-z]+)", text[at : min(close, at + 12)])
+        if name and name.group(1).lower() in _RAW_TEXT:
+            stop = lower.find("</" + name.group(1).lower(), close, end)
+            stop = end if stop < 0 else (text.find(">", stop, end) + 1 or end)
+            out.append(_blank(text[at:stop]))
+            i = stop
+            continue
+        out.append(text[at : close + 1])
+        i = close + 1
+    out.append(text[i:end])
+    return "".join(out)
 
 
 def table_regions(text: str) -> list[tuple[int, int]]:
@@ -100,14 +156,13 @@ def view(lines: Sequence[tuple[int, str]], fmt: str) -> list[tuple[int, str]]:
     tables of a Markdown text), delimiters written as ``|`` in CSV, others as they are."""
     if fmt == "csv":
         return [(n, _csv_view(t)) for n, t in lines]
-    if fmt not in ("html", "markdown"):
+    if fmt not in ("html", "markdown") or not lines:
         return list(lines)
     text = "\n".join(t for _, t in lines)
     if fmt == "markdown":
         if "<table" not in text.lower():
             return list(lines)
-        for start, end in table_regions(text):
-            text = visible(text, start, end)
+        text = visible(text, table_regions(text))
     else:
         text = visible(text)
     return list(zip((n for n, _ in lines), text.split("\n"), strict=True))
@@ -125,6 +180,14 @@ class _Builder:
         self.head = False  # inside <thead>
         self.row_head = False  # the row is in <thead> or has <th> cells only
         self.cell: tuple[int, int, list[str]] | None = None  # start offset, colspan, text
+        self.rowspan = 1
+
+
+def _span(attrs: list[tuple[str, str | None]], name: str) -> int:
+    """A colspan or rowspan attribute: 1 unless a number, at most 1000 (HTML's own limits are
+    1000 and 65534)."""
+    value = (dict(attrs).get(name) or "1").strip()
+    return max(1, min(int(value), 1000)) if value.isdigit() else 1
 
 
 class _Parser(HTMLParser):
@@ -164,9 +227,8 @@ class _Parser(HTMLParser):
                 top.row, top.row_head = [], True
             if tag == "td":
                 top.row_head = False
-            span = dict(attrs).get("colspan") or "1"
-            colspan = int(span) if span.strip().isdigit() else 1
-            top.cell = (at + len(self.get_starttag_text() or ""), max(1, min(colspan, 1000)), [])
+            top.cell = (at + len(self.get_starttag_text() or ""), _span(attrs, "colspan"), [])
+            top.rowspan = _span(attrs, "rowspan")
         elif tag == "br" and top.cell:
             top.cell[2].append(" ")
 
@@ -200,7 +262,8 @@ class _Parser(HTMLParser):
             top.cell = None
             return
         start, span, parts = top.cell
-        top.row.append(self.source.cell(" ".join("".join(parts).split()), start, at, span))
+        text = " ".join("".join(parts).replace(_STRAY, "<").split())
+        top.row.append(replace(self.source.cell(text, start, at, span), rowspan=top.rowspan))
         top.cell = None
 
     def _close_row(self, top: _Builder, at: int) -> None:
@@ -262,6 +325,7 @@ def html_tables(lines: Sequence[tuple[int, str]]) -> list[Table]:
     parser's positions stay the text's."""
     source = _Lines(lines, view(lines, "html"))
     parser = _Parser(source)
+    lower = source.text.lower()
     done = 0
     for start, end in table_regions(source.text):
         gap = source.text[done:start]
@@ -269,7 +333,7 @@ def html_tables(lines: Sequence[tuple[int, str]]) -> list[Table]:
         parser.feed(
             "\n" * lines_in_gap + " " * (len(gap) - gap.rfind("\n") - 1 if lines_in_gap else len(gap))
         )
-        parser.feed(source.text[start:end])
+        parser.feed(_parseable(source.text, lower, start, end))
         done = end
     parser.close()
     parser.close_all()

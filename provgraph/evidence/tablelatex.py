@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import replace
 
-from provgraph.evidence.tables import RawCell, Table, build_table, span_numbers
+from provgraph.evidence.tables import MAX_MARKUP_CHARS, RawCell, Table, build_table, span_numbers
 
 _ENVS = re.compile(r"\\(begin|end)\{(tabular\*?|tabularx|tabulary|longtable\*?)\}")
 _FLOAT = re.compile(r"\\(begin|end)\{(table\*?|longtable\*?)\}")
@@ -60,6 +61,8 @@ def latex_text(raw: str) -> str:
             return {",": " ", ";": " ", "!": "", "~": "~", "^": "^"}.get(m.group(2), m.group(2))
         return " "
 
+    if len(raw) > MAX_MARKUP_CHARS:
+        return " ".join(raw.split())
     text = _SPAN_ARGS.sub("", _DROP.sub("", raw))
     text = _OPTION.sub(r"\1", text)
     text = _CMD.sub(command, text)
@@ -297,4 +300,7 @@ def _span_cell(source: _Source, start: int, end: int) -> RawCell:
     m = _SPAN.match(source.text, start, end)
     if not m:
         return source.cell(start, end)
-    return source.cell(start, end, int(m.group(2)) if m.group(1) == "multicolumn" else 1)
+    count = min(int(m.group(2)), 1000)
+    if m.group(1) == "multicolumn":
+        return source.cell(start, end, count)
+    return replace(source.cell(start, end), rowspan=count)

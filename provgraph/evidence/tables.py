@@ -22,9 +22,11 @@ expression over a whole row.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from functools import lru_cache
 
 from provgraph.evidence.claims import Number, numbers
 from provgraph.evidence.statnames import header_unit
@@ -32,6 +34,12 @@ from provgraph.evidence.statnames import header_unit
 #: Reports a line the parser could not read as table (CSV: a ragged row): (line, reason).
 Problem = Callable[[int, str], None]
 FORMATS = ("markdown", "latex", "html", "csv")
+#: Longest cell whose markup is stripped for its text. A table cell is a name or a value; a
+#: longer one is prose or hostile, and stripping unclosed markup would scan it once per mark.
+MAX_MARKUP_CHARS = 4096
+#: Most columns a table is read with (cells past it are claims without a cell): every row is
+#: padded to the table's width, so a hostile row of 10^5 cells would multiply every other row.
+MAX_COLUMNS = 128
 
 
 @dataclass(frozen=True)
@@ -112,25 +120,38 @@ class RawCell:
     numbers: tuple[Number, ...] = ()
     number_lines: tuple[int, ...] = ()
     span: int = 1
+    rowspan: int = 1
+    covered: str | None = None  # a cell a rowspan above covers: that cell's text
 
 
 def span_numbers(
     pieces: Sequence[tuple[int, str, int, int]], latex: bool
 ) -> tuple[tuple[Number, ...], tuple[int, ...]]:
-    """The numbers of a cell written over ``pieces`` (line number, line text, start, end),
-    with columns on their own line."""
+    """The numbers of a cell written over ``pieces`` (line number, line text, start, end):
+    those the line scan reads on each line that start inside the piece, with their columns on
+    the line, so a cell's numbers are exactly the claims written there."""
     found: list[Number] = []
     at: list[int] = []
     for line_no, text, start, end in pieces:
-        for number in numbers(text[start:end], latex=latex, table_label=False):
-            found.append(replace(number, column=number.column + start))
+        columns, scanned = _line_numbers(text, latex)
+        k = bisect_left(columns, start)
+        while k < len(columns) and columns[k] < end:
+            found.append(scanned[k])
             at.append(line_no)
+            k += 1
     if not found and len(pieces) == 1:
         line_no, text, start, end = pieces[0]
-        if (whole := _integer_cell(text[start:end])) is not None:
+        if end - start <= MAX_MARKUP_CHARS and (whole := _integer_cell(text[start:end])) is not None:
             found.append(replace(whole, column=whole.column + start))
             at.append(line_no)
     return tuple(found), tuple(at)
+
+
+@lru_cache(maxsize=1024)
+def _line_numbers(text: str, latex: bool) -> tuple[list[int], list[Number]]:
+    """One line scan per line, however many cells the line holds (a row of 10^5 cells)."""
+    scanned = numbers(text, latex=latex, table_label=False)
+    return [n.column for n in scanned], scanned
 
 
 _CELL_MARKUP = re.compile(r"\\(?:textbf|textit|emph|textrm|mathbf|mathrm|underline|bf|it)\b|[{}$*_`\s]")
@@ -164,11 +185,47 @@ def is_name(text: str) -> bool:
     return bool(text) and not _NUMERIC.fullmatch(text)
 
 
+def _rowspans(rows: Sequence[Sequence[RawCell]], omitted: bool) -> list[list[RawCell]]:
+    """Rows with the columns a cell above covers (``rowspan``, ``\\multirow``) marked: HTML
+    omits those cells (``omitted``), so a covering cell is inserted; LaTeX writes them empty,
+    so the empty cell is marked. A covered cell carries the covering cell's text."""
+    covered: dict[int, tuple[int, RawCell]] = {}  # column -> (rows still covered, the cell)
+    out: list[list[RawCell]] = []
+    for raw in rows:
+        placed: list[RawCell] = []
+        col, i = 0, 0
+        last = max(covered, default=-1) if omitted else -1
+        while i < len(raw) or col <= last:
+            hit = covered.get(col)
+            cell = raw[i] if i < len(raw) else None
+            if hit and (omitted or (cell is not None and not cell.text and not cell.numbers)):
+                placed.append(RawCell("", hit[1].line, hit[1].column, covered=hit[1].text))
+                i += 0 if omitted else 1
+                col += 1
+                continue
+            if cell is None:  # a gap before a column covered further right
+                placed.append(RawCell("", placed[-1].line if placed else 0, 0))
+                col += 1
+                continue
+            placed.append(cell)
+            if cell.rowspan > 1:
+                for k in range(col, min(col + max(1, cell.span), MAX_COLUMNS)):
+                    covered[k] = (cell.rowspan, cell)
+            col += max(1, cell.span)
+            i += 1
+        covered = {k: (n - 1, c) for k, (n, c) in covered.items() if n > 1}
+        out.append(placed)
+    return out
+
+
 def _expand(cells: Sequence[RawCell], width: int) -> list[Cell]:
     out: list[Cell] = []
     for raw in cells:
         if len(out) >= width:
             break
+        if raw.covered is not None:
+            out.append(Cell("", raw.line, raw.column, (), 0))
+            continue
         span = max(1, min(raw.span, width - len(out)))
         out.append(Cell(raw.text, raw.line, raw.column, raw.numbers, span, raw.number_lines))
         out += [Cell("", raw.line, raw.column, (), 0)] * (span - 1)
@@ -182,13 +239,26 @@ def _headers(header_rows: Sequence[Sequence[RawCell]], width: int) -> tuple[str,
     parts: list[list[str]] = [[] for _ in range(width)]
     for row in header_rows:
         spanning = ""
-        for index, cell in enumerate(_expand(row, width)):
-            if cell.span:
+        for index, (cell, raw) in enumerate(zip(_expand(row, width), _raw_columns(row, width), strict=True)):
+            if raw.covered is not None:
+                spanning = raw.covered
+            elif cell.span:
                 spanning = cell.text
             text = spanning  # a column a header spans gets the spanning header's text
             if text and (not parts[index] or parts[index][-1] != text):
                 parts[index].append(text)
     return tuple(" / ".join(p) for p in parts)
+
+
+def _raw_columns(cells: Sequence[RawCell], width: int) -> list[RawCell]:
+    """The raw cell at each of ``width`` columns (a spanning cell at each column it spans)."""
+    out: list[RawCell] = []
+    for raw in cells:
+        if len(out) >= width:
+            break  # a hostile row of colspan=1000 cells stops at the width
+        out += [raw] * (1 if raw.covered is not None else max(1, raw.span))
+    out = out[:width]
+    return out + [RawCell("", 0, 0)] * (width - len(out))
 
 
 def build_table(
@@ -201,8 +271,11 @@ def build_table(
 ) -> Table:
     """A table from its header and body rows of raw cells: headers stacked, spans expanded,
     group rows folded into the ``group`` of the rows below them."""
+    omitted = fmt == "html"
+    header_rows, body_rows = _rowspans(header_rows, omitted), _rowspans(body_rows, omitted)
     if width is None:
         width = max((sum(max(1, c.span) for c in r) for r in (*header_rows, *body_rows)), default=0)
+    width = min(width, MAX_COLUMNS)
     columns = _headers(header_rows, width) if header_rows else ("",) * width
     rows: list[Row] = []
     group: str | None = None
@@ -217,7 +290,8 @@ def build_table(
         if width > 1 and first.text and not first.numbers and all(not c.text for c in cells[1:]):
             group = first.text
             continue
-        rows.append(Row(len(rows) + 1, first.text if is_name(first.text) else None, group, tuple(cells)))
+        label = raw[0].covered if raw and raw[0].covered is not None else first.text
+        rows.append(Row(len(rows) + 1, label if is_name(label) else None, group, tuple(cells)))
     units = tuple(header_unit(c) for c in columns)
     return Table(fmt, line, caption or None, columns, units, tuple(rows))
 
@@ -231,6 +305,7 @@ _MD_EM = re.compile(r"(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\1(?![\w*])")
 _MD_CODE = re.compile(r"(`+)(.+?)\1")
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_MD_MARK = re.compile(r"[*_`\[\\<]")
 _MD_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 
 
@@ -257,7 +332,10 @@ def split_pipes(text: str) -> list[tuple[int, int]]:
 
 
 def markdown_text(raw: str) -> str:
-    """A cell's text without emphasis, code, link and escape markup."""
+    """A cell's text without emphasis, code, link and escape markup (a cell longer than
+    :data:`MAX_MARKUP_CHARS` keeps its markup: an unclosed ``**`` costs a scan to its end)."""
+    if len(raw) > MAX_MARKUP_CHARS or not _MD_MARK.search(raw):
+        return " ".join(raw.split())
     text = _MD_BREAK.sub(" ", raw.strip())
     text = _MD_CODE.sub(lambda m: m.group(2).strip(), text)
     text = _MD_LINK.sub(r"\1", text)
@@ -293,7 +371,9 @@ def _md_cells(line_no: int, text: str) -> list[RawCell]:
 
 def markdown_tables(lines: Sequence[tuple[int, str]]) -> list[Table]:
     """GFM pipe tables: a header row, a delimiter row with as many cells, then body rows up to
-    a blank line or another block; body rows are cut or padded to the header's width."""
+    a blank line or another block; body rows are cut or padded to the header's width. The
+    caption is a Pandoc ``Table: ...`` (or ``: ...``) paragraph before or after the table, or a
+    ``Table 2. ...`` / ``**Table 2:** ...`` line just above it."""
     tables: list[Table] = []
     fence: str | None = None
     i = 0
@@ -314,10 +394,36 @@ def markdown_tables(lines: Sequence[tuple[int, str]]) -> list[Table]:
         if not width or len(header) != width:
             i += 1
             continue
+        caption = _caption_near(lines, i, -1)
         body: list[list[RawCell]] = []
         i += 2
         while i < len(lines) and lines[i][1].strip() and not _BLOCK_START.match(lines[i][1]):
+            if _PANDOC_CAPTION.match(lines[i][1]) and "|" not in lines[i][1]:
+                break  # Pandoc writes the caption right under the table
             body.append(_md_cells(*lines[i])[:width])
             i += 1
-        tables.append(build_table("markdown", line_no, None, [header], body, width))
+        caption = caption or _caption_near(lines, i - 1, +1)
+        tables.append(build_table("markdown", line_no, caption, [header], body, width))
     return tables
+
+
+_PANDOC_CAPTION = re.compile(r"^\s{0,3}(?:[Tt]able)?:\s+(\S.*)$")
+_NUMBERED_CAPTION = re.compile(r"^\s{0,3}(?:\*\*|__|\*|_)?Table\s+[\w.-]{1,8}[.:]")
+
+
+def _caption_near(lines: Sequence[tuple[int, str]], at: int, step: int) -> str | None:
+    """The caption paragraph next to the table line ``at``: the line above (``step`` -1) or
+    below (+1), or the one after a blank line."""
+    for distance in (1, 2):
+        k = at + step * distance
+        if not 0 <= k < len(lines):
+            return None
+        text = lines[k][1]
+        if not text.strip():
+            continue
+        if m := _PANDOC_CAPTION.match(text):
+            return markdown_text(m.group(1))
+        if step < 0 and _NUMBERED_CAPTION.match(text) and "|" not in text:
+            return markdown_text(text)
+        return None
+    return None
