@@ -31,19 +31,17 @@ from provgraph.stats.rowmatch import Conditions, Value, tokens, words_fields, wr
 from provgraph.stats.statistic import Reported, Stat, StatIndex
 from provgraph.store.base import Store
 
-_CLAIMS = """SELECT ?c ?text ?value ?unit ?res ?label ?rel ?num ?n ?ctx ?path ?line ?col
-                    ?row ?group ?column ?cunit ?tcol ?ref WHERE {
-  ?c a pg:Claim ; pg:text ?text ; pg:value ?value ; pg:sourceFile ?file ; pg:sourceLine ?line .
-  OPTIONAL { ?file pg:path ?path }
-  OPTIONAL { ?c pg:columnLabel ?column } OPTIONAL { ?c pg:label ?label }
-  FILTER (BOUND(?column) || BOUND(?label))
-  OPTIONAL { ?c pg:unit ?unit } OPTIONAL { ?c pg:resolution ?res } OPTIONAL { ?c pg:relation ?rel }
-  OPTIONAL { ?c pg:numerator ?num } OPTIONAL { ?c pg:n ?n } OPTIONAL { ?c pg:context ?ctx }
-  OPTIONAL { ?c pg:sourceColumn ?col } OPTIONAL { ?c pg:rowLabel ?row }
-  OPTIONAL { ?c pg:rowGroup ?group } OPTIONAL { ?c pg:columnUnit ?cunit }
-  OPTIONAL { ?c pg:tableColumn ?tcol }
-  OPTIONAL { ?c pg:registryValue/pg:statisticRef ?ref } }"""
-_COLUMNS = _CLAIMS.split("WHERE")[0].replace("SELECT", "").replace("?", "").split()
+#: claim property -> field; each read with one scan of its property, not one row per claim with
+#: a dozen OPTIONALs (which Oxigraph evaluated in superlinear time: 2.3 s for 6,000 claims)
+_PROPS = {
+    "text": "text", "value": "value", "unit": "unit", "resolution": "res", "label": "label",
+    "relation": "rel", "numerator": "num", "n": "n", "context": "ctx", "sourceLine": "line",
+    "sourceColumn": "col", "rowLabel": "row", "rowGroup": "group", "columnLabel": "column",
+    "columnUnit": "cunit", "tableColumn": "tcol", "sourceFile": "file", "registryValue": "rv",
+}  # fmt: skip
+_CLAIMS = "SELECT ?c WHERE { ?c a pg:Claim }"
+_PATHS = "SELECT ?f ?path WHERE { ?f pg:path ?path }"
+_REFS = "SELECT ?rv WHERE { ?rv pg:statisticRef ?ref }"
 _LABELS = """SELECT ?cond ?name WHERE {
   { ?x pg:condition ?cond ; pg:displayName ?name }
   UNION { ?x a pg:ConditionSpec ; pg:condition ?cond ; pg:description ?name } }"""
@@ -94,24 +92,38 @@ class Binding:
 
 def read_claims(store: Store) -> list[Written]:
     """Every claim with a column header or a written name, once each."""
-    out: dict[str, Written] = {}
-    for values in stream(store, _CLAIMS):
-        r = dict(zip(_COLUMNS, values, strict=True))
-        c = r["c"]
-        if c is None or c in out or (r["tcol"] == "1" and r["row"]):
+    registered = {rv for (rv,) in stream(store, _REFS)}
+    props: dict[str, dict[str, str]] = {c: {} for (c,) in stream(store, _CLAIMS) if c}
+    for prop, key in _PROPS.items():
+        for c, o in stream(store, f"SELECT ?c ?o WHERE {{ ?c pg:{prop} ?o }}"):
+            r = props.get(c or "")
+            if r is None:
+                continue
+            if key == "rv":  # any registry value naming its statistic
+                if o in registered:
+                    r["rv"] = "registered"
+            else:
+                r.setdefault(key, o or "")
+    paths = dict(stream(store, _PATHS))
+    out: list[Written] = []
+    for c, r in props.items():
+        if ("column" not in r and "label" not in r) or "line" not in r or "value" not in r:
+            continue
+        if r.get("tcol") == "1" and r.get("row"):
             continue  # a number in the row's label cell is part of its name ("Claude 3.5 Sonnet")
         try:
-            number = Decimal(r["value"] or "")
-            resolution = Decimal(r["res"]) if r["res"] else None
+            number = Decimal(r["value"])
+            resolution = Decimal(r["res"]) if r.get("res") else None
         except InvalidOperation:
             continue
-        where = f"{r['path'] or '?'}:{r['line']}" + (f":{r['col']}" if r["col"] else "")
-        out[c] = Written(
-            c, r["text"] or "", number, r["unit"], resolution, r["label"], r["rel"], _int(r["num"]),
-            _int(r["n"]), r["ctx"] or "", where, r["row"], r["group"], r["column"], r["cunit"],
-            r["ref"] is not None,
-        )  # fmt: skip
-    return sorted(out.values(), key=lambda w: _order(w.where))
+        path = paths.get(r.get("file", "")) or "?"
+        where = f"{path}:{r['line']}" + (f":{r['col']}" if r.get("col") else "")
+        out.append(Written(
+            c, r.get("text", ""), number, r.get("unit"), resolution, r.get("label"), r.get("rel"),
+            _int(r.get("num")), _int(r.get("n")), r.get("ctx", ""), where, r.get("row"), r.get("group"),
+            r.get("column"), r.get("cunit"), "rv" in r,
+        ))  # fmt: skip
+    return sorted(out, key=lambda w: _order(w.where))
 
 
 def condition_names(store: Store, base: str, stats: list[Stat]) -> dict[str, list[str]]:
