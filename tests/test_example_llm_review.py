@@ -85,7 +85,13 @@ def test_flawed_twin_fails_with_its_planted_defects(flawed: Bundle) -> None:
             "output-selected-run-without-results",
         ],
         "analysis": ["analysis-claim-differs", "analysis-reported-differs"],
+        # the planted F1 and the stale FPR cannot follow from their rows' other values either
+        "release": ["release-metrics-inconsistent"],
     }
+    assert sorted(fired["release"]["release-metrics-inconsistent"]) == [
+        "claim/README.md/10/33%25/1",
+        "claim/README.md/11/0.91/1",
+    ]
     # a failed call counted as a verdict
     (focus,) = fired["output"]["output-error-with-verdict"]
     assert focus.startswith("review/gpt_4o/script_")
