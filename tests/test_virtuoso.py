@@ -20,6 +20,7 @@ from oxigraph_server import OxigraphServer
 from virtuoso_server import INSTALL, VirtuosoServer, virtuoso_binaries
 
 from provgraph.bundle.layout import Bundle
+from provgraph.errors import StoreUnavailable
 from provgraph.export import export
 from provgraph.ingest.run import ingest_paths
 from provgraph.lineage.gate import run_gate
@@ -82,7 +83,23 @@ def gate(root: Path, location: str | None, rule_id: str) -> dict[str, object]:
 # -- every fixture pair agrees on three engines --------------------------------------------------
 
 
-@pytest.mark.parametrize("rule_id", [r.id for r in RULES])
+#: Rules whose pair Virtuoso 7.2 gets wrong, and why (README, "Virtuoso Open Source").
+VIRTUOSO_WRONG = {
+    "release-derived-without-build": "Virtuoso 7.2 finds no file matching `?cls rdfs:subClassOf* "
+    "pg:File . ?focus a ?cls ; pg:path ?path` once any other pattern joins it",
+}
+
+
+def _rule_params() -> list:
+    return [
+        pytest.param(r.id, marks=pytest.mark.xfail(reason=VIRTUOSO_WRONG[r.id], strict=True))
+        if r.id in VIRTUOSO_WRONG
+        else r.id
+        for r in RULES
+    ]
+
+
+@pytest.mark.parametrize("rule_id", _rule_params())
 def test_fixture_pair_agrees_on_three_engines(
     rule_id: str, virtuoso: VirtuosoServer, oxigraph: OxigraphServer, tmp_path: Path
 ) -> None:
@@ -200,3 +217,18 @@ def test_staging_graph_is_invisible_until_the_switch(url: str, tmp_path: Path) -
     later = dt.datetime.now(dt.UTC) + dt.timedelta(days=2)
     assert catalog.recover(SparqlStore(parse_endpoint(url)), now=later) == [staging]
     assert staging not in store.named_graphs()
+
+
+def test_an_answer_virtuoso_cut_to_its_row_limit_fails_closed(tmp_path: Path) -> None:
+    """With the package's ResultSetMaxRows (10,000) Virtuoso sends the first rows of a longer
+    answer as a whole one and says so only in an ``X-SPARQL-MaxRows`` header (seen on 7.2.5):
+    a rule would read a partial answer. Here the limit is 3 rows."""
+    srv = VirtuosoServer(tmp_path / "v", max_rows=3).start()
+    try:
+        store = open_store(srv.url)
+        ingest(copy_bundle(EXAMPLE / "clean", tmp_path / "b"), store)
+        assert len(store.select(PLANNED.replace("(COUNT(*) AS ?n)", "?c") + " LIMIT 3")) == 3
+        with pytest.raises(StoreUnavailable, match="cut its answer to 3 rows.*ResultSetMaxRows = 0"):
+            store.select(PLANNED.replace("(COUNT(*) AS ?n)", "?c"))
+    finally:
+        srv.stop()

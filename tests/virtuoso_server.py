@@ -61,7 +61,7 @@ MaxKeepAlives = 4
 EnabledGzipContent = 0
 
 [SPARQL]
-ResultSetMaxRows = 0
+ResultSetMaxRows = {rows}
 MaxQueryExecutionTime = 0
 MaxQueryCostEstimationTime = 0
 """
@@ -78,13 +78,14 @@ class VirtuosoServer:
     """``virtuoso-t`` on 127.0.0.1 with its database in ``folder``; ``url`` is the provgraph
     store URL (the ``virtuoso`` preset on the server root)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, max_rows: int = 0) -> None:
         found = virtuoso_binaries()
         if found is None:
             raise RuntimeError(f"Virtuoso is not installed: {INSTALL}")
         self.server_bin, self.isql_bin = found
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
+        self.max_rows = max_rows  # ResultSetMaxRows: 0 for none, as provgraph needs
         self.proc: subprocess.Popen[bytes] | None = None
         self.sql_port = self.http_port = 0
 
@@ -100,7 +101,9 @@ class VirtuosoServer:
         for _ in range(3):  # another process may take a free port before the server binds it
             self.sql_port, self.http_port = free_port(), free_port()
             ini = self.folder / "virtuoso.ini"
-            ini.write_text(INI.format(d=self.folder, sql=self.sql_port, http=self.http_port))
+            ini.write_text(
+                INI.format(d=self.folder, sql=self.sql_port, http=self.http_port, rows=self.max_rows)
+            )
             log = (self.folder / "server.log").open("ab")
             self.proc = subprocess.Popen(
                 [self.server_bin, "+foreground", "+configfile", str(ini)],

@@ -14,7 +14,8 @@ Transport failures (refused, reset, timed out, cut-off answers) raise
 answer that cannot be shown whole: a body shorter or longer than its Content-Length, a chunked
 body without its final chunk, a results document that does not parse to its end, an N-Triples
 (Turtle, TSV, CSV) answer with no framing at all (only the connection's close marks its end,
-so one cut at a line end would pass for complete), an answer of another type, a 5xx status.
+so one cut at a line end would pass for complete), an answer of another type, a 5xx status,
+and an answer the server says it cut to a row limit (Virtuoso's ``X-SPARQL-MaxRows``).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class SparqlStore(Store):
     # -- the Store interface -------------------------------------------------------------
 
     def update(self, update: str) -> None:
-        status, _, body, _ = self._request(
+        status, _, body, *_ = self._request(
             "POST",
             self.endpoint.update,
             update.encode("utf-8"),
@@ -84,7 +85,7 @@ class SparqlStore(Store):
         params = urlencode([(self.endpoint.graph_param, graph), *bulk])
         url = self.endpoint.store + ("&" if "?" in self.endpoint.store else "?") + params
         with ntriples.open("rb") as body:
-            status, _, answer, _ = self._request(
+            status, _, answer, *_ = self._request(
                 "PUT",
                 url,
                 body,
@@ -235,6 +236,11 @@ class SparqlStore(Store):
             raise StoreUnavailable(f"{self.location}: the server failed (HTTP {status}): {_first_line(body)}")
         if status >= 300:
             raise StoreError(f"{self.location}: query failed (HTTP {status}): {_first_line(body)}")
+        if answer.cut_at is not None:  # the first rows of a longer answer, sent as if all of it
+            raise StoreUnavailable(
+                f"{self.location}: the server cut its answer to {answer.cut_at} rows, so it is not "
+                "the whole answer (Virtuoso: set ResultSetMaxRows = 0 in [SPARQL] of virtuoso.ini)"
+            )
         result = _parse_answer(self.location, answer)
         if form == "ASK" and isinstance(result, ox.QuerySolutions):
             return _ask_as_solutions(self.location, result)
@@ -309,7 +315,7 @@ class SparqlStore(Store):
                 f"{ep.location}: {url.split('?')[0]} redirects (HTTP {status}) to "
                 f"{response.getheader('Location')}; give that URL instead"
             )
-        return Answer(status, media, data, framed)
+        return Answer(status, media, data, framed, response.getheader("X-SPARQL-MaxRows"))
 
 
 _VERB = {"connect": "accept the connection", "send": "take the request", "answer": "answer"}
@@ -373,6 +379,8 @@ class Answer(NamedTuple):
     media: str
     body: bytes
     framed: bool
+    #: Rows the server cut the answer to (Virtuoso's ``X-SPARQL-MaxRows``), else None.
+    cut_at: str | None = None
 
 
 def _read_body(response: http.client.HTTPResponse, sock: socket.socket | None) -> tuple[bytes, bool]:
