@@ -138,7 +138,13 @@ class VirtuosoServer:
         """Updates over HTTP run as the SQL user ``SPARQL``, which may only read until granted
         ``SPARQL_UPDATE``; the default ``dba`` password of a fresh database is ``dba``."""
         proc = subprocess.run(
-            [self.isql_bin, f"127.0.0.1:{self.sql_port}", "dba", "dba", 'exec=GRANT SPARQL_UPDATE TO "SPARQL";'],
+            [
+                self.isql_bin,
+                f"127.0.0.1:{self.sql_port}",
+                "dba",
+                "dba",
+                'exec=GRANT SPARQL_UPDATE TO "SPARQL";',
+            ],
             capture_output=True,
             text=True,
             timeout=60,

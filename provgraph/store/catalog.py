@@ -295,7 +295,8 @@ def _optional_slot_and_pending(slot: str, key: str) -> str:
     whole DELETE/INSERT solution with an unbound template variable, INSERT included, against
     SPARQL 1.1 Update section 3.1.3, so a first switch would insert nothing.)"""
     return (
-        f"{{ GRAPH <{CATALOG}> {{ <{slot}> ?p ?o }} }} UNION {{ BIND(<{_NONE}> AS ?p) BIND(<{_NONE}> AS ?o) }} "
+        f"{{ GRAPH <{CATALOG}> {{ <{slot}> ?p ?o }} }} "
+        f"UNION {{ BIND(<{_NONE}> AS ?p) BIND(<{_NONE}> AS ?o) }} "
         f"{{ GRAPH <{CATALOG}> {{ ?run <{_PENDING}> {literal(key)} }} }} UNION {{ BIND(<{_NONE}> AS ?run) }}"
     )
 
