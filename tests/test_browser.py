@@ -320,6 +320,14 @@ def test_pilot_report_navigates_in_chromium(pilot, browser, tmp_path: Path) -> N
     assert {r[3] for r in rows} <= {"retained", "restricted", "unverifiable", "withdrawn"}
     assert all(r[4] != "—" for r in rows if r[3] != "retained")
     assert any(r[3] == "withdrawn" and "(fail)" in r[4] for r in rows)
+    # grouped by file, each with its number of numbers; a file with a withdrawn number is open
+    files = claims.locator("details.claims-file")
+    paths = files.evaluate_all(
+        "ds => ds.map(d => [d.dataset.path, d.open, d.querySelectorAll('tbody tr').length])"
+    )
+    assert sum(n for _, _, n in paths) == len(rows) and len(paths) == len({p for p, _, _ in paths}) > 3
+    assert ["manuscript/main.tex", True, 7] in paths
+    assert all(r[1].startswith(tuple(p for p, _, _ in paths)) for r in rows)
     page.screenshot(path=str(tmp_path / "claims.png"))
     page.close()
 

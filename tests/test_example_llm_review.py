@@ -1,8 +1,9 @@
 """The LLM-reviewer benchmark example (examples/llm_review): its structure read back from the
 graph (36 scripts, 6 categories, 7 runs), the reviewer statistics computed end-to-end through
 the `reviews` / `answer-key` importers and checked against numpy over the generated JSON, the
-planted defects named by the gate, and the clean twin passing it with every README number
-traced to the statistic that recomputes it."""
+planted defects named by the gate (the README's wrong F1 and stale FPR through the automatic
+binding of its table, with no hand-written registry values), and the clean twin passing it
+with every README number bound to the statistic that recomputes it."""
 
 from __future__ import annotations
 
@@ -83,8 +84,7 @@ def test_flawed_twin_fails_with_its_planted_defects(flawed: Bundle) -> None:
             "output-error-with-verdict",
             "output-selected-run-without-results",
         ],
-        "analysis": ["analysis-reported-differs"],
-        "release": ["release-stale-value"],
+        "analysis": ["analysis-claim-differs", "analysis-reported-differs"],
     }
     # a failed call counted as a verdict
     (focus,) = fired["output"]["output-error-with-verdict"]
@@ -108,9 +108,25 @@ def test_flawed_twin_fails_with_its_planted_defects(flawed: Bundle) -> None:
     assert "reported/results%2Fsummary.json/name%3Ddetection_rate/condition%3Dgpt_4o" in differs
     assert any("majority_verdict_fail" in f for f in differs)
     assert any("false_positive_rate/condition%3Dclaude_sonnet_4_6_3runs" in f for f in differs)
-    # the README's stale FPR (an earlier run) and the two wrong values it copied
-    stale = {m.split(" writes ")[1].split(",")[0] for m in flawed.messages("release-stale-value")}
-    assert {"33%", "94%", "56%"} <= stale
+    # the README's planted F1, its stale FPR (an earlier run) and the harness's values it copied,
+    # each with the value recomputed from the reviews and the answer key
+    claims = {m.split(" writes ")[1].split(" but ")[0]: m for m in flawed.messages("analysis-claim-differs")}
+    assert set(claims) == {
+        "f1 0.91",  # Claude Opus 4.6: its own DR, FPR and precision give 0.87
+        "false_positive_rate 33%",  # Sonnet 4.6 + taxonomy, from an earlier run
+        "detection_rate 94%",  # GPT-4o, the failed call counted
+        "f1 0.81",  # GPT-4o, likewise
+        "false_positive_rate 56%",  # the 3-run "any FAIL" majority, and what follows from it
+        "precision 64%",
+        "f1 0.78",
+    }
+    f1 = claims["f1 0.91"]
+    assert f1.startswith("README.md:11:43 ")
+    assert "f1 claude_opus_4_6 (single-run, run 1) recomputes to 0.87 (0.871794" in f1
+    assert "n = 39" in f1 and "2 TP / (2 TP + FP + FN)" in f1
+    assert "recomputes to 28% (0.277" in claims["false_positive_rate 33%"]
+    assert "recomputes to 100% (1; n = 17" in claims["detection_rate 94%"]
+    assert "claude_sonnet_4_6_3runs (majority-vote)" in claims["false_positive_rate 56%"]
     assert fired["model"]["model-alias-unresolved"] == ["model-spec/gpt4o"]
 
 
@@ -197,14 +213,21 @@ def test_clean_twin_passes_and_its_readme_numbers_trace_to_statistics(clean: Bun
     assert clean.check["counts"]["violations"] == 0
     claims = clean.select(
         """SELECT ?claim ?text ?stat WHERE { ?claim a pg:Claim ; pg:text ?text ;
-             pg:sourceFile/pg:path "README.md" ; pg:registryValue/pg:recomputedAs ?stat .
+             pg:sourceFile/pg:path "README.md" ; pg:recomputedAs ?stat .
              ?stat a pg:Statistic }"""
     )
     table_numbers = clean.count(
         """SELECT (COUNT(?c) AS ?n) WHERE { ?c a pg:Claim ; pg:sourceFile/pg:path "README.md" ;
-             pg:label ?row }"""
+             pg:columnLabel ?column FILTER (?column != "Runs") }"""
     )
-    assert len(claims) == table_numbers == 7 * 4
+    assert len(claims) == table_numbers == 7 * 4  # Runs: left unbound by [release.bind]
+    assert clean.count("SELECT (COUNT(?v) AS ?n) WHERE { ?v a pg:RegistryValue }") == 0
+    code, text = clean.cli("stats", "--format", "json")
+    assert code == 0
+    doc = json.loads(text)
+    assert doc["unbound"] == [] and len(doc["bound"]) == 28
+    assert {b["status"] for b in doc["bound"]} == {"agrees"}
+    assert {b["where"].split(":")[0] for b in doc["bound"]} == {"README.md"}
     (fpr,) = [
         c for c in claims if "false_positive_rate/condition%3Dclaude_sonnet_4_6_with_taxonomy" in c["stat"]
     ]

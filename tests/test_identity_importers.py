@@ -210,7 +210,9 @@ def test_openai_responses_api_input_image_is_hashed(tmp_path: Path) -> None:
     assert got == (hashlib.sha256(jpeg).hexdigest(), prompt)
 
 
-def responses_result(cid: str, parts: list[dict], status: str = "completed", reason: str | None = None) -> dict:
+def responses_result(
+    cid: str, parts: list[dict], status: str = "completed", reason: str | None = None
+) -> dict:
     """One OpenAI Batch output line of a /v1/responses request: ``response.body`` is a Response
     object (https://platform.openai.com/docs/api-reference/responses/object): ``output`` message
     items whose ``content`` holds ``output_text`` or ``refusal`` parts, ``status`` and
@@ -224,7 +226,11 @@ def responses_result(cid: str, parts: list[dict], status: str = "completed", rea
         "output": [{"type": "message", "id": f"msg_{cid}", "role": "assistant", "content": parts}],
         "usage": {"input_tokens": 10, "output_tokens": 3},
     }
-    return {"id": f"b_{cid}", "custom_id": cid, "response": {"status_code": 200, "request_id": cid, "body": body}}
+    return {
+        "id": f"b_{cid}",
+        "custom_id": cid,
+        "response": {"status_code": 200, "request_id": cid, "body": body},
+    }
 
 
 def test_openai_responses_api_output_states(tmp_path: Path) -> None:

@@ -166,8 +166,18 @@ def test_missing_check_dangling_source_and_rule_errors_are_unverifiable(tmp_path
     lineage = trace(store, iri)
     assert lineage.status == "unverifiable"
     assert "no check has been recorded" in " ".join(r.text for r in lineage.reasons)
-    # the registry points at a statistic no import describes: its source was not retained
-    assert "is referenced but no import describes it" in " ".join(r.text for r in lineage.reasons)
+    # the registry names a statistic nothing recomputed (no statistics engine ran)
+    text = " ".join(r.text for r in lineage.reasons)
+    assert "names statistic statistic/cochran_q/globally-complete, which is not recomputed" in text
+    # a statistics graph pointing at a statistic no import describes: its source was not retained
+    dangling = tmp_path / "dangling.nt"
+    dangling.write_text(
+        f"<{BASE}claim/README.md/3/182.29/1> <{PG_NS}recomputedAs> <{BASE}statistic/gone> .\n"
+    )
+    catalog.replace(store, "fixture:dangling", "1", dangling)
+    text = " ".join(r.text for r in trace(store, iri).reasons)
+    assert f"{BASE}statistic/gone is referenced but no import describes it" in text
+    catalog.remove(store, "fixture:dangling")
     broken = tmp_path / "rules" / "release"
     broken.mkdir(parents=True)
     (broken / "release-broken.rq").write_text(

@@ -100,10 +100,11 @@ def test_acceptance_clean_twin_releases_identical_bytes(cli, clean: Path) -> Non
     assert r.code == 0, r.out
     lin = cli("-C", str(clean), "lineage", "182.29")
     assert lin.code == 0 and "182.29 matches" in lin.out
-    # nothing fired; without the statistics engine's nodes the registry's statistic is not in the
-    # store, so the numbers are unverifiable rather than retained (see test_lineage for retained)
+    # nothing fired; without the statistics engine the registry's statistic reference is not
+    # resolved, so the numbers are unverifiable rather than retained (see test_lineage for retained)
     assert "status: withdrawn" not in lin.out and "! fail" not in lin.out
-    assert "statistic/cochran_q/globally-complete is referenced but no import describes it" in lin.out
+    assert "names statistic statistic/cochran_q/globally-complete, which is not recomputed" in lin.out
+    assert "status: unverifiable" in lin.out
     first = cli("-C", str(clean), "release", "build")
     assert first.code == 0, first.err
     archive = clean / "dist" / "cxr-audit-1.1.0.zip"

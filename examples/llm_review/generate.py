@@ -15,10 +15,13 @@ harness writes, plus the contract:
   with fail votes, agreement rate and the majority verdict);
 - ``models_used.json`` (the runs selected for the paper), ``plan.csv`` (one planned call per
   condition, script and run), ``results/summary.json`` (the harness's ``--compare`` metrics)
-  and ``README.md`` with the results table, every number of which the ``[release]`` registry
-  ties to the statistic that recomputes it.
+  and ``README.md`` with the results table. The contract holds no ``[[release.values]]``:
+  provgraph binds every cell by its row label (the condition) and column header (the
+  statistic) to the statistic it recomputes from the reviews and the answer key
+  (``[release.bind]`` only leaves the Runs column unbound and states the 18 flawed scripts and
+  18 controls the rates are over).
 
-**flawed/** plants four provenance defects:
+**flawed/** plants five provenance defects:
 
 1. a failed GPT-4o call (``_error``) kept its verdict PASS, and the harness counted it: its
    detection rate reads 17/18 instead of 17/17 (``output-error-with-verdict``,
@@ -28,9 +31,11 @@ harness writes, plus the contract:
 3. the 3-run file's majority verdict flagged a script that only one run of three failed (the
    harness took "any FAIL" as the majority), and the summary's majority FPR followed it
    (``analysis-reported-differs``);
-4. the README table keeps a stale FPR for Sonnet 4.6 + taxonomy from an earlier run, and the
-   two wrong values above (``release-stale-value``); GPT-4o is requested by its mutable alias
-   with no resolved snapshot (``model-alias-unresolved``, restrict).
+4. the README table keeps a stale FPR for Sonnet 4.6 + taxonomy from an earlier run, copies
+   the harness's wrong values above, and writes an F1 for Claude Opus 4.6 that its own row's
+   detection rate, FPR and precision at 18/18 cannot give (``analysis-claim-differs``, each
+   message with the recomputed value); GPT-4o is requested by its mutable alias with no
+   resolved snapshot (``model-alias-unresolved``, restrict).
 
 **clean/** is the same benchmark with each defect repaired (the failed call retried, the
 taxonomy in the prompt, a strict majority, the README written from the recomputed values,
@@ -107,6 +112,9 @@ CONDITIONS = (
 )
 GPT_SNAPSHOT = "gpt-4o-2024-08-06"
 STALE_FPR = "33%"  # Sonnet 4.6 + taxonomy, from an earlier run
+#: Claude Opus 4.6's F1 as the flawed README writes it: its row's DR 94%, FPR 22% and precision
+#: 81% over 18 flawed scripts and 18 controls give 17 TP, 4 FP, 1 FN, so F1 = 34/39 = 0.87
+WRONG_F1 = ("claude_opus_4_6", "0.91")
 METRICS = ("detection_rate", "false_positive_rate", "precision", "f1")
 
 
@@ -225,15 +233,6 @@ def write(root: Path, rel: str, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def statistic_ref(cond: Condition, metric: str) -> str:
-    """The registry's reference to the statistic provgraph recomputes (relative to the base IRI)."""
-    from provgraph.rdf.terms import mint
-
-    keys = [f"name={metric}", f"condition={cond.key}"]
-    keys += ["variant=majority-vote"] if cond.runs > 1 else ["variant=single-run", "replicate=1"]
-    return str(mint(BASE_IRI, "statistic", *keys)).removeprefix(BASE_IRI)
-
-
 def generate(root: Path, twin: str) -> Path:
     """Write one twin (``flawed`` or ``clean``) into ``root`` (replaced if it exists)."""
     if twin not in ("flawed", "clean"):
@@ -258,7 +257,7 @@ def generate(root: Path, twin: str) -> Path:
     plan = ["call_id,case,condition,replicate"]
     summary: list[dict] = []
     table: dict[str, dict[str, float]] = {}
-    superseded: dict[tuple[str, str], str] = {}
+    misprinted: dict[tuple[str, str], str] = {}  # what the flawed README writes instead
     errored = next(s for s in scripts if s.flawed and s.category == "P-hacking" and s.variant == 0)
     for cond in CONDITIONS:
         runs = verdicts(cond, scripts)
@@ -325,9 +324,11 @@ def generate(root: Path, twin: str) -> Path:
         table[cond.key] = truth
         for metric in METRICS:
             if shown(metric, scored[metric]) != shown(metric, truth[metric]):
-                superseded[(cond.key, metric)] = shown(metric, scored[metric])
+                misprinted[(cond.key, metric)] = shown(metric, scored[metric])
         if flawed and cond.key == "claude_sonnet_4_6_with_taxonomy":
-            superseded[(cond.key, "false_positive_rate")] = STALE_FPR
+            misprinted[(cond.key, "false_positive_rate")] = STALE_FPR
+        if flawed and cond.key == WRONG_F1[0]:
+            misprinted[(cond.key, "f1")] = WRONG_F1[1]
     write(root, "plan.csv", "\n".join(plan) + "\n")
     write(root, "results/summary.json", json.dumps({"statistics": summary}, indent=2) + "\n")
 
@@ -354,7 +355,7 @@ def generate(root: Path, twin: str) -> Path:
     # README: the results table as written (the flawed twin keeps the harness's and a stale value)
     rows = []
     for cond in CONDITIONS:
-        cells = [superseded.get((cond.key, m), shown(m, table[cond.key][m])) if flawed else
+        cells = [misprinted.get((cond.key, m), shown(m, table[cond.key][m])) if flawed else
                  shown(m, table[cond.key][m]) for m in METRICS]  # fmt: skip
         rows.append(f"| {cond.display} | {cond.runs} | " + " | ".join(cells) + " |")
     readme = (
@@ -369,20 +370,6 @@ def generate(root: Path, twin: str) -> Path:
     write(root, "README.md", readme)
 
     gpt = "gpt-4o" if flawed else GPT_SNAPSHOT
-    values = ""
-    for cond in CONDITIONS:
-        for metric in METRICS:
-            name = f"{metric} ({cond.display})"
-            text = shown(metric, table[cond.key][metric])
-            values += (
-                f'[[release.values]]\nname = "{name}"\nvalue = "{text}"\naliases = ["{cond.display}"]\n'
-                f'statistic = "{statistic_ref(cond, metric)}"\n\n'
-            )
-            if (cond.key, metric) in superseded and flawed:
-                values += (
-                    f'[[release.values]]\nname = "{name}"\nvalue = "{superseded[(cond.key, metric)]}"\n'
-                    f'aliases = ["{cond.display}"]\nstatus = "superseded"\n\n'
-                )
     write(
         root,
         "provgraph.toml",
@@ -415,7 +402,12 @@ version = "1.0.0"
 include = ["README.md", "results/*", "audit_scripts/*", "audit_answer_key/*"]
 texts = ["README.md"]
 
-{values}[[release.entities]]
+[release.bind]
+columns = {{ Runs = "" }}   # how many runs: no statistic
+positives = 18
+negatives = 18
+
+[[release.entities]]
 key = "sonnet"
 canonical = "Claude Sonnet 4.6"
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import err, out
 from provgraph.errors import ExitCode
+
+if TYPE_CHECKING:
+    from provgraph.store.base import Store
 
 
 @click.command("lineage")
@@ -45,7 +49,9 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int, rel
     """Trace TARGET back to its source files and give its claim status.
 
     TARGET is a number as written (182.29, 26/45, 17%), FILE:LINE (README.md:12, or
-    dist/x.zip!/README.md:3 inside an archive), a bundle path, a node IRI (absolute or
+    dist/x.zip!/README.md:3 inside an archive), FILE:LINE:COL (the number starting at that
+    column), a text (README.md: every number it writes, with its status and reason, one
+    line each), a bundle path, a node IRI (absolute or
     relative to the project's base IRI), or text a document writes (a model name). Every node
     shows the violations recorded on it; the status (retained, restricted, unverifiable,
     withdrawn) is the strongest limitation found upstream. Several matches are all listed;
@@ -68,6 +74,12 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int, rel
 
         run_gate(store, load_rules())
     base = base_iri(store)
+    if fmt != "dot":
+        # lazy: only the command that runs loads its engine (start-up time)
+        from provgraph.lineage.claims import is_text
+
+        if is_text(store, target.strip()):
+            return _numbers(store, target.strip(), fmt, release)
     matches = resolve(store, target, base)
     label, scope = target, {}
     if release is not None:
@@ -102,4 +114,29 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int, rel
             out.print("")
         for lin in lineages:
             click.echo(render_tree(lin, base))
+    return ExitCode.OK
+
+
+def _numbers(store: Store, path: str, fmt: str, release: str | None) -> int:
+    """Every number of the text at ``path`` with its status and reason (``lineage FILE``)."""
+    # lazy: only the command that runs loads its engine (start-up time)
+    from provgraph.lineage.claims import claim_statuses
+    from provgraph.lineage.model import STATUSES
+    from provgraph.lineage.show import render_numbers
+
+    rows = claim_statuses(store, path)
+    scope: dict[str, str] = {}
+    if release is not None:
+        # lazy: only the command that runs loads its engine (start-up time)
+        from provgraph.lineage.history import find_release, holds
+
+        at = find_release(store, release)
+        rows = [r for r in rows if holds(store, at, r.iri)]
+        scope = {"release": at.id}
+    if fmt == "json":
+        counts = {s: sum(r.status == s for r in rows) for s in STATUSES}
+        doc = {"target": path, **scope, "counts": counts, "numbers": [r.to_dict() for r in rows]}
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(render_numbers(path, rows), nl=False)
     return ExitCode.OK

@@ -71,6 +71,7 @@ def command(app: App, show_all: bool, names: tuple[str, ...], fmt: str) -> int:
         _print_reported(rows)
     if show_all:
         _print_listing(listing)
+    _print_texts(_text_rows(outcome))
     for r in rows:
         if r.get("note"):
             out.print(Text(f"{r['statistic']}: {r['note']}", style="red"))
@@ -88,6 +89,7 @@ def _json_doc(outcome, rows: list[dict], listing: list[dict] | None) -> dict:
         "statistics": outcome.statistics,
         "matrices": [_matrix_row(m) for m in outcome.matrices],
         "reported": rows,
+        **_text_rows(outcome),
         "notes": outcome.notes,
     }
     if listing is not None:
@@ -113,6 +115,58 @@ def _print_reported(rows: list[dict]) -> None:
             r["method"].split(";")[0] if r["method"] else r.get("reason", ""),
         )
     out.print(table)
+
+
+def _text_rows(outcome) -> dict[str, list[dict]]:
+    """The texts' numbers (``bound``: file:line:col, written, recomputed; ``unbound``: why) and
+    the registry's statistic references (``registry``: as written, resolved or why not)."""
+    base = outcome.base
+    bound, unbound = [], []
+    for b in outcome.bindings:
+        c = b.claim
+        if b.stat is None:
+            unbound.append(
+                {"where": c.where, "written": c.text, "column": c.column, "row": c.row,
+                 "statistic_name": b.name, "condition": b.condition, "reason": b.note}
+            )  # fmt: skip
+            continue
+        v, s = b.value, b.stat
+        differs = s.value != s.value or abs(v.value - s.value) > v.tolerance * 1.000001
+        differs = differs or (v.n is not None and s.n is not None and v.n != s.n)
+        bound.append(
+            {"where": c.where, "written": c.text, "statistic": s.title(), "iri": s.iri(base)[len(base) :],
+             "value": v.value, "tolerance": v.tolerance, "recomputed": s.value,
+             "recomputed_as_written": b.recomputed_text(), "n": s.n,
+             "status": "DIFFERS" if differs else "agrees"}
+        )  # fmt: skip
+    registry = [
+        {"node": r.node[len(base) :] if r.node.startswith(base) else r.node, "written": r.ref,
+         "statistic": r.stat.iri(base)[len(base) :] if r.stat else None, "note": r.note}
+        for r in outcome.resolved
+    ]  # fmt: skip
+    return {"bound": bound, "unbound": unbound, "registry": registry}
+
+
+def _print_texts(doc: dict[str, list[dict]]) -> None:
+    if doc["bound"]:
+        table = Table(title="numbers in texts", title_justify="left", title_style="bold", box=None)
+        for col in ("where", "written", "recomputed", "status", "statistic"):
+            table.add_column(col, overflow="fold")
+        for r in doc["bound"]:
+            shown = f"{r['recomputed_as_written']} ({_fmt(r['recomputed'])})"
+            status = Text(r["status"], style=_STATUS_STYLE.get(r["status"], ""))
+            table.add_row(r["where"], r["written"], shown, status, r["statistic"])
+        out.print(table)
+    if doc["unbound"]:
+        table = Table(title="numbers not bound", title_justify="left", title_style="bold", box=None)
+        for col in ("where", "written", "why"):
+            table.add_column(col, overflow="fold")
+        for r in doc["unbound"]:
+            table.add_row(r["where"], r["written"], r["reason"])
+        out.print(table)
+    for r in doc["registry"]:
+        if r["statistic"] is None:
+            out.print(Text(f"registry {r['node']}: {r['note']}", style="yellow"))
 
 
 def _print_listing(listing: list[dict]) -> None:

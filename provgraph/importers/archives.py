@@ -18,7 +18,7 @@ from pathlib import Path
 
 from provgraph.evidence import sha256sums as sums
 from provgraph.evidence.archive import ARCHIVE_SUFFIXES, Limits, archive_kind, walk
-from provgraph.evidence.claimnodes import emit_text, is_latex
+from provgraph.evidence.claimnodes import emit_text, text_format
 from provgraph.evidence.claims import Registry
 from provgraph.evidence.patterns import matcher
 from provgraph.ingest.api import CERTAIN, NO, PG, RDF_TYPE, Bundle, ImportContext, Importer, Source
@@ -29,7 +29,7 @@ MAX_TEXT_BYTES = 32 << 20
 
 class ArchivesImporter(Importer):
     name = "archives"
-    version = "1"
+    version = "2"  # 2: table cells and source columns on the claims of member texts
     description = "zip, tar, tar.gz: members with sha256, root SHA256SUMS as closed manifest, claims in texts"
     handles = "file"
     suffixes = frozenset({".zip", ".tar", ".gz", ".tgz"})  # detect() claims no other file
@@ -81,7 +81,7 @@ class ArchivesImporter(Importer):
             if is_text:
                 lines = enumerate(text.splitlines(), start=1)
                 emit_text(
-                    ctx, lines, node, ("archive", source.rel, entry.path), is_latex(entry.path), registry
+                    ctx, lines, node, ("archive", source.rel, entry.path), text_format(entry.path), registry
                 )
 
     @staticmethod

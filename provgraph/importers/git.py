@@ -28,7 +28,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from provgraph.evidence.claimnodes import emit_text, is_latex
+from provgraph.evidence.claimnodes import emit_text, text_format
 from provgraph.evidence.claims import Registry
 from provgraph.evidence.patterns import matcher
 from provgraph.ingest.api import (
@@ -80,7 +80,7 @@ def is_repository(path: Path) -> int:
 
 class GitImporter(Importer):
     name = "git"
-    version = "1"
+    version = "2"  # 2: table cells and source columns on the claims of released texts
     description = "git repositories: commits and tags as release states with the file blobs at each"
     handles = "directory"
     uses_sections = ("release",)
@@ -165,7 +165,7 @@ class GitImporter(Importer):
             text = contents[blob].decode("utf-8-sig", errors="surrogateescape")
             keys = ("git", *repo_parts, tag_name, *name.split("/"))
             count = emit_text(
-                ctx, enumerate(text.splitlines(), start=1), entry, keys, is_latex(name), registry
+                ctx, enumerate(text.splitlines(), start=1), entry, keys, text_format(name), registry
             )
             for _ in range(count):
                 ctx.record()

@@ -1,17 +1,19 @@
-"""Manuscripts and texts (LaTeX, Markdown, plain text) named by ``[release].texts``.
+"""Manuscripts and texts (LaTeX, Markdown, HTML, CSV, plain text) named by ``[release].texts``.
 
 Every number a reader would take as a claim (``Q = 154.73``, ``26/45``, ``17%``, ``0.90``)
 becomes a ``pg:Claim`` with its value as written, precision, the name next to it, the
 denominator it is stated over, the line it is on, file and line number. A claim whose text
 equals a registry value of the contract points at it (``pg:registryValue``); every registry
-entity written on a line (a model name, "5 models") becomes a ``pg:Mention``.
+entity written on a line (a model name, "5 models") becomes a ``pg:Mention``. Every table
+(Markdown, LaTeX, HTML, a CSV file) becomes a ``pg:Table`` and each claim in one of its cells
+carries its row, column, row label, group and column header (:mod:`provgraph.evidence.tables`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from provgraph.evidence.claimnodes import emit_text, is_latex
+from provgraph.evidence.claimnodes import emit_text, text_format
 from provgraph.evidence.claims import Registry
 from provgraph.evidence.patterns import matcher
 from provgraph.ingest.api import LIKELY, NO, Bundle, ImportContext, Importer, Source
@@ -19,9 +21,10 @@ from provgraph.ingest.api import LIKELY, NO, Bundle, ImportContext, Importer, So
 
 class TextsImporter(Importer):
     name = "texts"
-    version = "2"
+    version = "3"  # 3: tables as cells, pg:sourceColumn, HTML and CSV texts
     description = (
-        "manuscripts and texts named by release.texts: numbers as claims, registry names as mentions"
+        "manuscripts and texts named by release.texts: numbers as claims (table cells with their"
+        " row and column), registry names as mentions"
     )
     handles = "file"
     uses_sections = ("release",)
@@ -39,7 +42,7 @@ class TextsImporter(Importer):
         registry = Registry(ctx.bundle.contract.section("release"))
         lines = enumerate(text.splitlines(), start=1)
         count = emit_text(
-            ctx, lines, ctx.source_iri, tuple(source.rel.split("/")), is_latex(source.rel), registry
+            ctx, lines, ctx.source_iri, tuple(source.rel.split("/")), text_format(source.rel), registry
         )
         for _ in range(count):
             ctx.record()

@@ -7,7 +7,11 @@ property is ``prov:wasDerivedFrom``, ``prov:wasGeneratedBy``, ``prov:used``,
 ``rdfs:subPropertyOf*`` path), and backwards every property marked ``pg:lineageInverse``. A
 claim or registry value with no explicit ``pg:recomputedAs`` is also linked to every
 ``pg:Statistic`` with the same ``pg:statName`` whose value rounds to the claim's value at its
-written precision (an *inferred* edge, marked as such; see :mod:`provgraph.lineage.trace`).
+written precision (an *inferred* edge, marked as such; see :mod:`provgraph.lineage.trace`),
+unless the statistic is of a condition the number is not bound to (a value equal to another
+condition's statistic is no evidence). Also inferred: a percentage stated over k/n comes from
+the claim on its line writing k/n (when 100 k/n rounds to it), and a significance threshold
+(``p < 0.05``) from the analysis plan declaring that alpha.
 
 **Which status.** The status is the strongest limitation found anywhere in the lineage (the
 audit's rule: "when several defects affected one claim, the strongest limitation governed its
@@ -21,7 +25,7 @@ disposition"), ordered retained < restricted < unverifiable < withdrawn:
 - unverifiable when evidence is missing: no check has been recorded in the store, a rule in
   force could not run, a node on the chain is referenced but described by no import (its
   source was not retained), or a number (claim or reported value) reaches no statistic,
-  registry value or build record;
+  registry value, build record or (for a threshold) analysis plan;
 - otherwise retained.
 
 Violations are those recorded by the last ``provgraph check`` (see

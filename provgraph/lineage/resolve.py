@@ -20,6 +20,7 @@ XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 
 _NUMBER = re.compile(r"^-?\d[\d,]*(?:\.\d+)?%?$|^\d+/\d+$")
 _FILE_LINE = re.compile(r"^(.+):(\d+)$")
+_FILE_LINE_COL = re.compile(r"^(.+):(\d+):(\d+)$")
 
 
 def resolve(store: Store, target: str, base: str | None = None) -> list[str]:
@@ -41,6 +42,10 @@ def resolve(store: Store, target: str, base: str | None = None) -> list[str]:
         return [target] if _exists(store, target) else []
     if _NUMBER.match(target):
         found += _numbers(store, target)
+    elif (match := _FILE_LINE_COL.match(target)) and (
+        at := _at_column(store, match.group(1), int(match.group(2)), int(match.group(3)))
+    ):
+        found += at
     elif match := _FILE_LINE.match(target):
         found += _on_line(store, match.group(1), int(match.group(2)))
     if not found and base and _exists(store, base + target):
@@ -119,6 +124,22 @@ def _on_line(store: Store, path: str, line: int) -> list[str]:
         SELECT DISTINCT ?n ?k WHERE {{ ?n pg:sourceFile ?f ; pg:sourceLine ?line . ?f pg:path ?path .
           OPTIONAL {{ ?n a pg:Claim . BIND(0 AS ?c) }} BIND(COALESCE(?c, 1) AS ?k) }} ORDER BY ?k ?n""",
         {"path": ox.Literal(path), "line": ox.Literal(str(line), datatype=ox.NamedNode(XSD_INTEGER))},
+    )
+    return [r["n"].value for r in rows]  # type: ignore[union-attr]
+
+
+def _at_column(store: Store, path: str, line: int, column: int) -> list[str]:
+    """The claims on ``path:line`` whose number starts at 1-based character ``column``."""
+    integer = ox.NamedNode(XSD_INTEGER)
+    rows = store.select(
+        f"""PREFIX pg: <{PG_NS}>
+        SELECT DISTINCT ?n WHERE {{ ?n a pg:Claim ; pg:sourceFile ?f ; pg:sourceLine ?line ;
+          pg:sourceColumn ?col . ?f pg:path ?path . }} ORDER BY ?n""",
+        {
+            "path": ox.Literal(path),
+            "line": ox.Literal(str(line), datatype=integer),
+            "col": ox.Literal(str(column), datatype=integer),
+        },
     )
     return [r["n"].value for r in rows]  # type: ignore[union-attr]
 

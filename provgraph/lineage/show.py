@@ -1,9 +1,14 @@
 """Rendering a lineage: an indented text tree (:func:`render_tree`) or a Graphviz digraph
-(:func:`render_dot`)."""
+(:func:`render_dot`); the numbers of one text with their statuses (:func:`render_numbers`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from provgraph.lineage.model import STATUSES, Lineage, Node, worst
+
+if TYPE_CHECKING:
+    from provgraph.lineage.claims import NumberStatus
 
 
 def render_tree(lineage: Lineage, base: str = "", max_children: int = 12) -> str:
@@ -95,3 +100,18 @@ def render_dot(lineage: Lineage, base: str = "") -> str:
         lines.append(f"  {ids[e.source]} -> {ids[e.target]} [label={q(e.label)}, fontsize=8{style}];")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def render_numbers(path: str, rows: list[NumberStatus]) -> str:
+    """Every number of the text at ``path``: file:line:col, as written, its table row and column
+    labels, status and the reason that decides it (one block per number)."""
+    counts = {s: sum(r.status == s for r in rows) for s in STATUSES}
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    head = f"{path}: {len(rows)} number{'s' if len(rows) != 1 else ''}"
+    out = [head + (f" ({summary})" if summary else "")]
+    for r in rows:
+        cell = [f"row {r.row!r}" if r.row else "", f"column {r.column_label!r}" if r.column_label else ""]
+        where = f"  [{' / '.join(x for x in cell if x)}]" if any(cell) else ""
+        out.append(f"  {r.location}  {r.text}{where}")
+        out.append(f"      {r.status}: {r.reason or '-'}")
+    return "\n".join(out) + "\n"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from provgraph.lineage.claims import NumberStatus, claim_statuses
 from provgraph.lineage.model import STATUSES
-from provgraph.lineage.trace import trace
 from provgraph.rdf.vocab import PG_NS, RDFS_NS
 from provgraph.store.base import Store
 
@@ -266,46 +266,9 @@ def _text(term) -> str | None:
     return term.value if term is not None else None
 
 
-@dataclass
-class ClaimRow:
-    iri: str
-    value: str | None
-    name: str | None
-    path: str | None
-    line: int | None
-    status: str
-    reason: str = ""  # the limitation that decides the status (empty when nothing limits it)
-
-
-def claims(store: Store) -> list[ClaimRow] | None:
-    """Claims (numbers in manuscripts and texts) with the status lineage gives them."""
-    rows = store.select(
-        PREFIXES
-        + """SELECT ?c (SAMPLE(?v) AS ?value) (SAMPLE(?nm) AS ?name)
-                   (SAMPLE(?p) AS ?path) (SAMPLE(?ln) AS ?line)
-        WHERE {
-          ?c a/rdfs:subClassOf* pg:Claim .
-          OPTIONAL { ?c pg:value ?v } OPTIONAL { ?c pg:statName ?nm }
-          OPTIONAL { ?c pg:sourceFile/pg:path ?p } OPTIONAL { ?c pg:sourceLine ?ln }
-        } GROUP BY ?c ORDER BY ?path ?line ?c"""
-    )
-    if not rows:
-        return None
-    out = []
-    for r in rows:
-        iri = r["c"].value  # type: ignore[union-attr]
-        status, reason = claim_status(store, iri)
-        line = _int(r["line"]) if r["line"] is not None else None
-        out.append(ClaimRow(iri, _text(r["value"]), _text(r["name"]), _text(r["path"]), line, status, reason))
-    return out
-
-
-def claim_status(store: Store, iri: str) -> tuple[str, str]:
-    """The status lineage gives a claim (the worst limitation upstream) and the reason that
-    decides it, with how many further reasons of that status there are."""
-    lineage = trace(store, iri)
-    deciding = [x.text for x in lineage.reasons if x.status == lineage.status]
-    if not deciding:
-        return lineage.status, ""
-    more = len(deciding) - 1
-    return lineage.status, deciding[0] + (f" (+{more} more)" if more else "")
+def claims(store: Store) -> list[NumberStatus] | None:
+    """Every number of the declared texts with the status lineage gives it and the reason that
+    decides it (all at once: :func:`provgraph.lineage.claims.claim_statuses`); None when the
+    graph has no claims."""
+    rows = claim_statuses(store)
+    return rows or None

@@ -19,10 +19,11 @@ import logging
 from dataclasses import dataclass
 
 from provgraph import __version__
+from provgraph.report.claims import claims_section
 from provgraph.report.focus import nodes_section
 from provgraph.report.markup import esc, stylesheet
 from provgraph.report.names import readable_names
-from provgraph.report.panels import accounting_section, claims_section, statistics_section
+from provgraph.report.panels import accounting_section, statistics_section
 from provgraph.report.pictures import clause_picture
 from provgraph.report.releases import release_section
 from provgraph.report.violations import script, violations_section

@@ -1,6 +1,6 @@
 """The evidence sections of the report: accounting (after Figure 2 of the audit), reported
-against recomputed statistics, and claim statuses; each says what is absent when the graph
-lacks its evidence.
+against recomputed statistics; each says what is absent when the graph lacks its evidence.
+The claim statuses are :mod:`provgraph.report.claims`.
 """
 
 from __future__ import annotations
@@ -117,27 +117,3 @@ def statistics_section(store: Store) -> str:
 <th class="num">recomputed</th><th class="num">n</th><th>cohort rule</th><th>test variant</th>
 <th class="num">difference</th><th>verdict</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>
 {alone}</div></section>"""
-
-
-def claims_section(store: Store) -> str:
-    """Every claim of the declared texts with the status lineage gives it and the reason."""
-    rows = accounting.claims(store)
-    if rows is None:
-        return """<section id="claims"><h2>Claim statuses</h2>
-<div class="panel absent" id="panel-claims"><p>Not in the graph: no claims (<code>pg:Claim</code>).
-Import the manuscript or released text to trace its numbers (release clause).</p></div></section>"""
-    note = (
-        "<p class='sub'>Each status is the strongest limitation lineage finds upstream of the "
-        "claim: a fail rule withdraws it, a restrict rule restricts it, missing evidence makes "
-        "it unverifiable.</p>"
-    )
-    body = "".join(
-        f"<tr><td class='num'>{esc(r.value or '—')}</td><td>{esc(r.name or '—')}</td>"
-        f"<td><code>{esc(r.path or '—')}{':' + str(r.line) if r.line is not None else ''}</code></td>"
-        f"<td class='status-{esc(r.status)}'>{esc(r.status)}</td><td>{esc(r.reason or '—')}</td></tr>"
-        for r in rows
-    )
-    return f"""<section id="claims"><h2>Claim statuses</h2>
-<div class="panel" id="panel-claims">{plots.claims_plot(rows)}{note}
-<div class="scroll"><table id="claims-table"><thead><tr><th class="num">value</th><th>statistic</th>
-<th>where</th><th>status</th><th>reason</th></tr></thead><tbody>{body}</tbody></table></div></div></section>"""

@@ -13,7 +13,8 @@ from __future__ import annotations
 import io
 import re
 
-from provgraph.report.accounting import CLAIM_STATUSES, Blocks, ClaimRow, OutputStates, Statistics
+from provgraph.lineage.claims import NumberStatus
+from provgraph.report.accounting import CLAIM_STATUSES, Blocks, OutputStates, Statistics
 
 GOOD, BAD, WARN, MUTED, INK = "#3A7D44", "#C0392B", "#E08E0B", "#8A8F98", "#222222"
 OUTPUT_COLOURS = {
@@ -186,7 +187,7 @@ def statistics_plot(stats: Statistics) -> str | None:
         return to_svg(fig, "statistics", "Reported vs recomputed statistics")
 
 
-def claims_plot(rows: list[ClaimRow]) -> str:
+def claims_plot(rows: list[NumberStatus]) -> str:
     counts = {s: 0 for s in CLAIM_STATUSES}
     for r in rows:
         counts[r.status] += 1

@@ -24,6 +24,7 @@ import numpy as np
 
 from provgraph.evidence import labelrows
 from provgraph.rdf.terms import mint
+from provgraph.stats import scan
 from provgraph.stats.core import grid as cellgrid
 from provgraph.stats.core.grid import CellGrid, ReportedEntry, Slot
 from provgraph.stats.query import CHUNK, PREFIXES, Keys, in_chunks, key_of, stream
@@ -39,19 +40,58 @@ log = logging.getLogger(__name__)
 @dataclass
 class Plan:
     """Planned calls: cases and conditions in plan order, and the planned (case, condition,
-    replicate) slots. Why a slot gave no usable output is looked up on demand (:func:`causes`)."""
+    replicate) slots, as sorted integer keys over the plan's own vocabularies (a set of a
+    million slot tuples was the largest Python object of the refresh). Why a slot gave no
+    usable output is looked up on demand (:func:`causes`)."""
 
     cases: list[str]
     conditions: list[str]
-    slots: set[Slot]
+    case_code: dict[str, int]
+    cond_code: dict[str, int]
+    replicates: np.ndarray  # distinct planned replicate numbers, sorted
+    slot_keys: np.ndarray  # sorted distinct keys of the planned slots
+
+    def planned(self, wanted: list[Slot]) -> np.ndarray:
+        """Whether each (case, condition, replicate) slot is planned."""
+        if not wanted or not self.slot_keys.size:
+            return np.zeros(len(wanted), dtype=bool)
+        case = np.array([self.case_code.get(c, -1) for c, _, _ in wanted], dtype=np.int64)
+        cond = np.array([self.cond_code.get(d, -1) for _, d, _ in wanted], dtype=np.int64)
+        rep = np.array([r for _, _, r in wanted], dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.replicates, rep), self.replicates.size - 1)
+        known = (case >= 0) & (cond >= 0) & (self.replicates[at] == rep)
+        key = self._key(case, cond, at)
+        pos = np.minimum(np.searchsorted(self.slot_keys, key), self.slot_keys.size - 1)
+        return known & (self.slot_keys[pos] == key)
+
+    def _key(self, case: np.ndarray, cond: np.ndarray, rep_rank: np.ndarray) -> np.ndarray:
+        return (case * len(self.cond_code) + cond) * self.replicates.size + rep_rank
 
 
-def read_plan(store: Store, base: str) -> Plan:
+def read_plan(store: Store, base: str, ks: scan.KeyScans | None = None) -> Plan:
     """Cases and conditions in the order the plan first names them, and its planned slots."""
-    case_key, cond_key = Keys(base, "case"), Keys(base, "condition")
-    first_line: dict[str, int] = {}
-    conditions: dict[str, int] = {}
-    slots: set[Slot] = set()
+    calls, lines = [], []
+    for call, line in stream(
+        store, "SELECT ?call ?line WHERE { ?call a pg:PlannedCall . OPTIONAL { ?call pg:sourceLine ?line } }"
+    ):
+        calls.append(call)
+        lines.append(int(line) if line else 0)
+    try:
+        keys = scan.keys_of(calls)  # type: ignore[arg-type]
+        table = scan.Table(keys)
+        first_line = np.full(len(calls), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first_line, table.find(keys), np.asarray(lines, dtype=np.int64))
+        ks = ks or scan.key_scans(store, Keys(base, "case"), Keys(base, "condition"))
+        ids, case, cond, rep = scan.slots_of(ks, table, len(calls))
+        return _plan(ks.cases.names, ks.conditions.names, case, cond, rep, first_line[ids])
+    except scan.CannotScan:
+        return _joined_plan(store, base)
+
+
+def _joined_plan(store: Store, base: str) -> Plan:
+    """:func:`read_plan` by one SPARQL join (the engine holds every sub-select)."""
+    cases, conds = scan.Codes(Keys(base, "case")), scan.Codes(Keys(base, "condition"))
+    columns: list[list[int]] = [[], [], [], []]
     # Big joins are written as joins of sub-selects, which Oxigraph evaluates as hash joins over
     # index scans; plain patterns become one index lookup per row (ten times slower on disk).
     for case_iri, cond_iri, rep, line in stream(
@@ -62,15 +102,42 @@ def read_plan(store: Store, base: str) -> Plan:
              { SELECT ?call ?condition WHERE { ?call pg:condition ?condition } }
              OPTIONAL { { SELECT ?call ?replicate WHERE { ?call pg:replicate ?replicate } } } }""",
     ):
-        case, cond = case_key(case_iri), cond_key(cond_iri)  # type: ignore[arg-type]
-        n = int(line) if line else 0
-        if n < first_line.get(case, n + 1):
-            first_line[case] = n
-        if n < conditions.get(cond, n + 1):
-            conditions[cond] = n
-        slots.add((case, cond, int(rep) if rep else 1))
-    cases = sorted(first_line, key=lambda c: (first_line[c], c))
-    return Plan(cases, sorted(conditions, key=lambda c: (conditions[c], c)), slots)
+        for column, value in zip(
+            columns,
+            (cases(case_iri), conds(cond_iri), int(rep) if rep else 1, int(line) if line else 0),  # type: ignore[arg-type]
+            strict=True,
+        ):
+            column.append(value)
+    case, cond, rep, line = (np.asarray(c, dtype=np.int64) for c in columns)
+    return _plan(cases.names, conds.names, case, cond, rep, line)
+
+
+def _plan(
+    case_names: list[str],
+    cond_names: list[str],
+    case: np.ndarray,
+    cond: np.ndarray,
+    rep: np.ndarray,
+    line: np.ndarray,
+) -> Plan:
+    """The plan of slot rows (case and condition codes into the name lists): cases and
+    conditions ordered by their first line, then by name."""
+    order: list[list[str]] = []
+    for codes, names in ((case, case_names), (cond, cond_names)):
+        first = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, codes, line)
+        used = sorted(np.unique(codes).tolist(), key=lambda c, f=first, n=names: (int(f[c]), n[c]))
+        order.append([names[c] for c in used])
+    cases, conditions = order
+    case_code = {c: i for i, c in enumerate(cases)}
+    cond_code = {c: j for j, c in enumerate(conditions)}
+    replicates = np.unique(rep)
+    plan = Plan(cases, conditions, case_code, cond_code, replicates, np.empty(0, dtype=np.int64))
+    by_case = np.array([case_code.get(n, -1) for n in case_names], dtype=np.int64)
+    by_cond = np.array([cond_code.get(n, -1) for n in cond_names], dtype=np.int64)
+    if case.size:
+        plan.slot_keys = np.unique(plan._key(by_case[case], by_cond[cond], np.searchsorted(replicates, rep)))
+    return plan
 
 
 def causes(store: Store, base: str, wanted: list[Slot]) -> dict[Slot, str]:
@@ -132,10 +199,10 @@ def _count_absent(
         return
     conds = grid.condition_keys
     wanted = [(grid.case_keys[c], conds[j], replicate) for c, j in per_slot]
-    found = causes(store, base, [w for w in wanted if w in plan.slots])
-    for (c, j), count in per_slot.items():
-        slot = (grid.case_keys[c], conds[j], replicate)
-        cause = found.get(slot, "output not labelled") if slot in plan.slots else unplanned
+    planned = plan.planned(wanted).tolist()
+    found = causes(store, base, [w for w, p in zip(wanted, planned, strict=True) if p])
+    for ((_, j), count), slot, is_planned in zip(per_slot.items(), wanted, planned, strict=True):
+        cause = found.get(slot, "output not labelled") if is_planned else unplanned
         grid.missing[(cause, conds[j])] += count
 
 
@@ -152,8 +219,12 @@ def _seen_findings(orders: list[str]) -> list[str]:
 
 def grid_from_labels(store: Store, base: str, annotation: dict | None, analysis: dict) -> CellGrid:
     """The binary matrix of reference x candidate label rows, blocks in (case, finding) order."""
-    plan = read_plan(store, base)
-    cand, unresolved = read_candidates(store, base)
+    try:  # one scan of the case, condition and replicate statements for both readers
+        ks: scan.KeyScans | None = scan.key_scans(store, Keys(base, "case"), Keys(base, "condition"))
+    except scan.CannotScan:
+        ks = None
+    plan = read_plan(store, base, ks)
+    cand, unresolved = read_candidates(store, base, ks)
     replicate = int(analysis.get("replicate", 1))
     findings, excluded = cellgrid.endpoint_findings(annotation, _seen_findings(cand.orders))
     seen_conditions = [t[1] for targets in cand.targets for t in targets]

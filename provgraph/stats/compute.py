@@ -300,13 +300,16 @@ def _clustered(routes: Routes, analysis: dict, grid: CellGrid, notes: list[str])
 
 
 def _cluster_codes(grid: CellGrid, rows: np.ndarray, unit: str, notes: list[str]) -> np.ndarray | None:
-    """The cluster of each cohort block (by study, or by patient when every case has one)."""
-    case_names = np.array(grid.case_keys, dtype=object)
+    """The cluster of each cohort block (by study, or by patient when every case has one):
+    codes in the sorted order of the cluster names, computed on integer ranks of the names."""
+    cohort_case = grid.block_case[rows]
     if unit == "study":
-        names = case_names
+        # case keys are distinct, so their ranks order the cases as their names do
+        by_case = np.argsort(np.argsort(np.array(grid.case_keys, dtype=object), kind="stable"))
     else:
-        in_cohort = np.unique(grid.block_case[rows])
-        missing = sorted(str(case_names[c]) for c in in_cohort if case_names[c] not in grid.patients)
+        in_cohort = np.unique(cohort_case)
+        keys = grid.case_keys
+        missing = sorted(keys[c] for c in in_cohort.tolist() if keys[c] not in grid.patients)
         if missing:
             notes.append(
                 f"no clustering by patient: {len(missing)} case(s) of the cohort have no pg:patient link "
@@ -314,7 +317,8 @@ def _cluster_codes(grid: CellGrid, rows: np.ndarray, unit: str, notes: list[str]
             )
             return None
         names = np.array([grid.patients.get(c, "") for c in grid.case_keys], dtype=object)
-    return np.unique(names[grid.block_case[rows]], return_inverse=True)[1]
+        by_case = np.unique(names, return_inverse=True)[1] if names.size else np.empty(0, dtype=np.int64)
+    return np.unique(np.asarray(by_case)[cohort_case], return_inverse=True)[1]
 
 
 def _clustered_omnibus(y: np.ndarray, codes: np.ndarray, unit: str, m: Matrix, common: dict) -> list[Stat]:

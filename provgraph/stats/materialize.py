@@ -1,7 +1,9 @@
 """Bring the recomputed statistics in the store up to date, in their own catalog slot.
 
-The statistics graph (the cell grid, keyed matrices, missingness tables, statistics, review sets and
-the ``pg:recomputedAs`` links from reported values) is derived from every imported graph. It
+The statistics graph (the cell grid, keyed matrices, missingness tables, statistics, review sets,
+the ``pg:recomputedAs`` links from reported values, the texts' numbers bound to statistics
+(:mod:`provgraph.stats.bind`) and the registry's references resolved
+(:mod:`provgraph.stats.refs`)) is derived from every imported graph. It
 is replaced atomically like an import (:func:`provgraph.store.catalog.replace`) under the key
 ``analysis:statistics``; its fingerprint is the fingerprints of all import slots, so it is
 recomputed exactly when an input or the contract changed. ``provgraph check`` calls
@@ -26,12 +28,14 @@ from provgraph.bundle.contract.sections import analysis as analysis_section
 from provgraph.errors import UsageError
 from provgraph.rdf.terms import IRI, TripleWriter, mint
 from provgraph.rdf.vocab import PG, PROV, RDF_TYPE
+from provgraph.stats.bind import Binding, bind_texts, write_bindings
 from provgraph.stats.cells import build_grid
 from provgraph.stats.compute import CellResults, compute
 from provgraph.stats.core.grid import CellGrid
 from provgraph.stats.harness import harness_statistics
 from provgraph.stats.matrices import Matrix
 from provgraph.stats.query import PREFIXES, key_of
+from provgraph.stats.refs import Resolved, resolve_registry, write_resolved
 from provgraph.stats.reviews import ReviewResults, reviewer_statistics
 from provgraph.stats.scores import score_statistics
 from provgraph.stats.statistic import (
@@ -51,7 +55,7 @@ log = logging.getLogger(__name__)
 
 SLOT = "analysis:statistics"
 #: bumped whenever the statistics graph changes shape or a computation changes
-ENGINE_VERSION = "4"
+ENGINE_VERSION = "5"
 
 
 @dataclass
@@ -68,6 +72,8 @@ class Outcome:
     unmatched: list[tuple[Reported, str]] = field(default_factory=list)
     matrices: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    bindings: list[Binding] = field(default_factory=list)  # the texts' numbers (bound or not)
+    resolved: list[Resolved] = field(default_factory=list)  # the registry's statistic references
 
 
 def inputs_fingerprint(store: Store) -> str:
@@ -133,6 +139,8 @@ def refresh(store: Store, force: bool = False) -> Outcome:
         else:
             outcome.links.append((r, stat))
     links = outcome.links
+    outcome.bindings = bind_texts(store, base, index)
+    outcome.resolved = resolve_registry(store, base, stats)
     outcome.notes = (cell_results.notes if cell_results else []) + (
         review_results.notes if review_results else []
     )
@@ -271,6 +279,8 @@ def write_graph(
         add(IRI(r.iri), PG.recomputedAs, s.iri(base))
         if r.tolerance is None:
             add(IRI(r.iri), PG.tolerance, tolerance_of(r.lexical))
+    write_bindings(add, base, outcome.bindings)
+    write_resolved(add, base, outcome.resolved)
 
 
 def _write_cells(add, base: str, run: IRI, grid: CellGrid) -> IRI:

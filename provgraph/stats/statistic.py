@@ -171,6 +171,7 @@ class StatIndex:
     def __init__(self, stats: list[Stat]) -> None:
         self.stats = stats
         self._by_name: dict[str, list[Stat]] = {}
+        self._by_conditions: dict[tuple, list[Stat]] = {}  # (name, conditions): no scan per value
         seen: dict[tuple, Stat] = {}
         for s in stats:
             ident = s.identity()
@@ -178,10 +179,11 @@ class StatIndex:
                 raise ValueError(f"statistic computed twice: {s.segments()}")
             seen[ident] = s
             self._by_name.setdefault(s.name, []).append(s)
+            self._by_conditions.setdefault((s.name, _conditions_key(s.conditions)), []).append(s)
 
     def match(self, r: Reported) -> tuple[Stat | None, str]:
         """The statistic a reported value states, or None with the reason."""
-        pool = [s for s in self._by_name.get(r.name, []) if _same_conditions(s.conditions, r.conditions)]
+        pool = list(self._by_conditions.get((r.name, _conditions_key(r.conditions)), []))
         if not pool:
             known = sorted(self._by_name)
             if r.name not in self._by_name:
@@ -208,10 +210,9 @@ class StatIndex:
         )
 
 
-def _same_conditions(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    if len(a) == 2 and len(b) == 2:
-        return set(a) == set(b)
-    return a == b
+def _conditions_key(conditions: tuple[str, ...]) -> tuple[str, ...]:
+    """Conditions as a lookup key: a pair is unordered."""
+    return tuple(sorted(conditions)) if len(conditions) == 2 else conditions
 
 
 def bootstrap_settings(analysis: dict) -> tuple[int, int, float]:

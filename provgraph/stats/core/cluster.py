@@ -90,6 +90,71 @@ def seed_for(seed: int, *key: object) -> np.random.SeedSequence:
     return np.random.SeedSequence([seed, int.from_bytes(digest[:8], "big")])
 
 
+#: Row keys whose span is at most this (or at most the number of rows) are counted by
+#: ``np.bincount`` instead of sorting.
+BINCOUNT_SPAN = 1 << 20
+_KEY_LIMIT = 1 << 62  # a row key stays below this (int64 with room for one more digit step)
+
+
+def profile_counts(profiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``profiles`` in lexicographic order and how often each occurs:
+    exactly ``np.unique(profiles, axis=0, return_counts=True)``, on one integer key per row.
+
+    Sorting whole rows (a structured sort, field by field) was 90% of a bootstrap over 10^6
+    clusters. Per-cluster totals are small whole numbers, so each row is one mixed-radix
+    integer whose order is the rows' lexicographic order; distinct keys are counted (or sorted,
+    when their span is large) in one dimension. Rows that are not all finite non-negative
+    whole numbers below 2**53 (or an empty shape, or a -0.0 whose representative np.unique
+    picks by its sort) take np.unique's own path, so the result never differs from it.
+    """
+    keyed = _row_keys(profiles)
+    if keyed is None:
+        return np.unique(profiles, axis=0, return_counts=True)
+    key, radices, span = keyed
+    if radices is not None and span <= max(BINCOUNT_SPAN, key.size):
+        counts = np.bincount(key, minlength=span)
+        distinct = np.flatnonzero(counts)
+        return _decode(distinct, radices), counts[distinct]
+    _, first, counts = np.unique(key, return_index=True, return_counts=True)
+    return profiles[first], counts
+
+
+def _row_keys(profiles: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, int] | None:
+    """Order-preserving int64 keys of the rows, their radices (None when the key had to be
+    renumbered to stay in int64) and the keys' span; None when the rows cannot be keyed."""
+    if profiles.ndim != 2 or profiles.shape[0] == 0 or profiles.shape[1] == 0:
+        return None
+    if not np.isfinite(profiles).all() or np.signbit(profiles).any() or profiles.max() >= 2.0**53:
+        return None
+    whole = profiles.astype(np.int64)
+    if not np.array_equal(whole, profiles):
+        return None
+    radices = whole.max(axis=0) + 1
+    key = np.zeros(profiles.shape[0], dtype=np.int64)
+    span, renumbered = 1, False
+    for c in range(whole.shape[1]):
+        radix = int(radices[c])
+        if span * radix >= _KEY_LIMIT:
+            # dense ranks of the key so far keep its order and bound its span by the rows
+            _, key = np.unique(key, return_inverse=True)
+            span, renumbered = int(key.max()) + 1, True
+            if span * radix >= _KEY_LIMIT:
+                return None
+        key = key * radix + whole[:, c]
+        span *= radix
+    return key, None if renumbered else radices, span
+
+
+def _decode(keys: np.ndarray, radices: np.ndarray) -> np.ndarray:
+    """Rows (float64) of mixed-radix ``keys``: the inverse of :func:`_row_keys`."""
+    rows = np.empty((keys.size, radices.size), dtype=np.float64)
+    rest = keys.copy()
+    for c in range(radices.size - 1, -1, -1):
+        rest, digit = np.divmod(rest, radices[c])
+        rows[:, c] = digit
+    return rows
+
+
 @dataclass(frozen=True)
 class BootstrapResult:
     estimate: np.ndarray  # observed ratio per column
@@ -131,7 +196,7 @@ def cluster_bootstrap_ratios(
     with np.errstate(invalid="ignore", divide="ignore"):
         estimate = successes.sum(axis=0) / trials.sum(axis=0)
     profiles = np.concatenate([successes, trials], axis=1)
-    unique, counts = np.unique(profiles, axis=0, return_counts=True)
+    unique, counts = profile_counts(profiles)
     if method == "auto":
         method = "profiles" if unique.shape[0] <= MAX_PROFILES else "indices"
     m = successes.shape[1]

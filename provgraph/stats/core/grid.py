@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from provgraph.evidence import labelrows
+from provgraph.stats.core import keylines
 
 CATEGORIES = ("TP", "TN", "FN", "FP")  # category codes 0..3; TP and TN are value 1
 #: how a mapped state is coded while building: 1 positive, 0 negative, 2 exclude, 3 undeclared
@@ -68,7 +69,8 @@ class CellGrid:
     #: blocks with any label, by how many conditions labelled them (of ``labelled_conditions``)
     labelled: dict[int, int] = field(default_factory=dict)
     labelled_conditions: int = 0
-    _lines: np.ndarray | None = None
+    _lines: np.ndarray | None = None  # every block's line, sorted, as UTF-8 bytes
+    _offsets: np.ndarray | None = None  # where each of those lines starts in ``_lines``
     _rank: np.ndarray | None = None
     _keysets: dict[bytes, str] = field(default_factory=dict)
 
@@ -113,36 +115,24 @@ class CellGrid:
     def used_sources(self) -> list[str]:
         """Every label row (or reported cell) at least one cell derives from."""
         present = self.category >= 0
-        used = set(np.unique(self.cell_source[present]).tolist())
-        used |= set(np.unique(self.block_source[present.any(axis=1)]).tolist())
+        parts = [self.cell_source[present], self.block_source[present.any(axis=1)]]
         for (c, j), rows in self.extra_sources.items():
             if present[self.block_case == c, j].any():
-                used |= set(rows)
-        used.discard(-1)
-        return list(dict.fromkeys(self.sources[k] for k in sorted(used)))
+                parts.append(np.asarray(rows, dtype=np.int64))
+        used = np.unique(np.concatenate(parts))
+        return list(dict.fromkeys(self.sources[k] for k in used[used >= 0].tolist()))
 
     def keyset(self, rows: np.ndarray) -> str:
         """SHA-256 over the sorted ``case<TAB>finding`` lines of the blocks ``rows``."""
         if self._lines is None:
-            case_rank = np.argsort(np.argsort(np.array(self.case_keys, dtype=object)))
-            finding_rank = np.argsort(np.argsort(np.array(self.finding_keys, dtype=object)))
-            sort_key = (
-                case_rank[self.block_case] * max(1, len(self.finding_keys)) + finding_rank[self.block_finding]
+            self._rank, self._lines, self._offsets = keylines.sorted_lines(
+                self.case_keys, self.finding_keys, self.block_case, self.block_finding
             )
-            order = np.argsort(sort_key, kind="stable")
-            self._rank = np.empty_like(order)
-            self._rank[order] = np.arange(order.size)
-            lines = [
-                f"{self.case_keys[int(c)]}\t{self.finding_keys[int(f)]}\n"
-                for c, f in zip(self.block_case[order], self.block_finding[order], strict=True)
-            ]
-            self._lines = np.array(lines, dtype=object)
         positions = np.sort(self._rank[np.asarray(rows, dtype=np.int64)])  # type: ignore[index]
         token = positions.tobytes()
         digest = hashlib.sha256(token).digest()
         if digest not in self._keysets:
-            text = "".join(self._lines[positions].tolist())
-            self._keysets[digest] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            self._keysets[digest] = keylines.sha256_of(self._lines, self._offsets, positions)  # type: ignore[arg-type]
         return self._keysets[digest]
 
 

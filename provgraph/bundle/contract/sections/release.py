@@ -10,7 +10,9 @@ Its presence puts the release clause in force. Keys:
 - ``archives``: globs of archives that must carry a closed ``SHA256SUMS`` manifest.
 - ``values``: the registry of values: ``name`` (statistic name), ``value`` as written,
   ``status`` (current, superseded, withdrawn), ``aliases`` (Q for cochran_q), ``statistic``
-  (IRI of the pg:Statistic that recomputes it, relative to the base IRI).
+  (the pg:Statistic that recomputes it, relative to the base IRI, by its segments in any order
+  and spelling: ``statistic/cochran_q/globally-complete`` or
+  ``statistic/name%3Dcochran_q/route%3Dglobally-complete``).
 - ``entities``: canonical names (``canonical`` and stale ``variants``) and counts (``count``
   written before one of ``nouns``: "5 models").
 - ``bind``: where the texts' names differ from the recomputed ones, ``rows`` (row label ->
@@ -43,12 +45,12 @@ variants = ["GPT-4V"]
 from __future__ import annotations
 
 import contextlib
+import json
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from provgraph.evidence.claims import normal_text
 from provgraph.evidence.patterns import glob_regex
-from provgraph.rdf.terms import IRI
 from provgraph.rdf.vocab import PG, RDF_TYPE
 
 if TYPE_CHECKING:
@@ -125,8 +127,9 @@ SCHEMA: dict[str, Any] = {
                     "statistic": {
                         "type": "string",
                         "pattern": _IRI_REF,
-                        "description": "IRI of the pg:Statistic that recomputes it (absolute, or relative "
-                        "to base_iri; no spaces).",
+                        "description": "The pg:Statistic that recomputes it: its IRI (absolute, or "
+                        "relative to base_iri; no spaces), or its segments in any order "
+                        "(statistic/cochran_q/globally-complete).",
                     },
                 },
                 "required": ["name", "value"],
@@ -270,11 +273,6 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def statistic_iri(base: str, ref: str) -> str:
-    """A registry ``statistic`` reference as an absolute IRI."""
-    return ref if ":" in ref.split("/")[0] else base + ref
-
-
 def write(section: dict[str, Any], ctx: ImportContext) -> None:
     add = ctx.add
     spec = ctx.iri("release", "main")
@@ -282,6 +280,7 @@ def write(section: dict[str, Any], ctx: ImportContext) -> None:
     add(spec, PG.contract, ctx.contract_iri)
     add(spec, PG.name, section.get("name"))
     add(spec, PG.version, section.get("version"))
+    add(spec, PG.settings, json.dumps(section.get("bind") or {}, sort_keys=True))
     for glob in section.get("include", []):
         add(spec, PG.includePattern, glob_regex(glob))
     for glob in section.get("derived", []):
@@ -302,8 +301,8 @@ def write(section: dict[str, Any], ctx: ImportContext) -> None:
         add(node, PG.registryStatus, v.get("status", "current"))
         for alias in v.get("aliases", []):
             add(node, PG.alias, alias)
-        if v.get("statistic"):
-            add(node, PG.recomputedAs, IRI(statistic_iri(ctx.base, v["statistic"])))
+        # kept as written: the statistics engine resolves it by its facets, whatever the spelling
+        add(node, PG.statisticRef, v.get("statistic"))
     for e in section.get("entities", []):
         node = ctx.iri("entity", e["key"])
         add(node, RDF_TYPE, PG.RegistryEntity)
