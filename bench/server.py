@@ -1,12 +1,14 @@
 """The SPARQL server backend against the embedded store, on the same generated bundle.
 
-    .venv/bin/python bench/server.py [N_CASES]     # default 4000 cases x 2 conditions
+    .venv/bin/python bench/server.py [--no-oxigraph] [N_CASES ...]  # default 4000 cases x 2 conditions
 
 Baseline, measured in the same run: the embedded on-disk store. Then a real `oxigraph serve`
 on loopback (data on disk): ingest of the whole bundle and the full check with every query
 naming its dataset (`dataset=graphs`, the default, safe on a shared server), and the same check
-with Oxigraph's union default graph (`#dataset=union`, single-writer only). Reported: wall
-times and their ratio to the embedded store.
+with Oxigraph's union default graph (`#dataset=union`, single-writer only). When Virtuoso is
+installed (`virtuoso-t`), the same ingest and check on a private Virtuoso 7 started as the
+tests start it (tests/virtuoso_server.py). Reported: wall times and their ratio to the
+embedded store, for each size given.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
 from identity import write_bundle  # noqa: E402  (the call-identity bench's bundle generator)
 from oxigraph_server import OxigraphServer  # noqa: E402
+from virtuoso_server import VirtuosoServer, virtuoso_binaries  # noqa: E402
 
 from provgraph.bundle.layout import Bundle  # noqa: E402
 from provgraph.ingest.run import ingest_paths  # noqa: E402
@@ -49,36 +52,56 @@ def check(location: str) -> tuple[float, bool]:
     took = time.perf_counter() - t0
     store.close()
     slowest = sorted(report.results, key=lambda r: r.seconds, reverse=True)[:3]
-    print(f"{location}: slowest rules " + ", ".join(f"{r.rule.id} {r.seconds:.2f} s" for r in slowest))
+    print(
+        f"{location}: slowest rules " + ", ".join(f"{r.rule.id} {r.seconds:.2f} s" for r in slowest),
+        flush=True,
+    )
     return took, report.passed
 
 
-def main() -> None:
-    cases = int(sys.argv[1]) if len(sys.argv) > 1 else 4000
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "bundle"
-        calls = write_bundle(root, cases)
-        (root / "baseline" / "calls.jsonl").unlink()  # not part of this comparison
-        (root / "baseline").rmdir()
-        server = OxigraphServer(Path(tmp) / "oxigraph").start()
+def measure(cases: int, tmp: Path, oxigraph: bool = True) -> list[tuple[str, float | None, float, bool]]:
+    root = tmp / "bundle"
+    calls = write_bundle(root, cases)
+    (root / "baseline" / "calls.jsonl").unlink()  # not part of this comparison
+    (root / "baseline").rmdir()
+    rows = []
+    embedded = str(tmp / "store")
+    base_ingest, triples = ingest(embedded, root)
+    base_check, passed = check(embedded)
+    rows.append(("embedded (baseline)", base_ingest, base_check, passed))
+    print(f"embedded: ingest {base_ingest:.2f} s, check {base_check:.2f} s", flush=True)
+    if oxigraph:
+        server = OxigraphServer(tmp / "oxigraph").start()
         try:
-            embedded = str(Path(tmp) / "store")
-            rows = []
-            base_ingest, triples = ingest(embedded, root)
-            base_check, passed = check(embedded)
-            rows.append(("embedded (baseline)", base_ingest, base_check, passed))
             took, _ = ingest(server.url, root)
             checked, passed_graphs = check(server.url)
-            rows.append(("server, dataset=graphs", took, checked, passed_graphs))
+            rows.append(("oxigraph, dataset=graphs", took, checked, passed_graphs))
             checked, passed_union = check(server.url + "#dataset=union")
-            rows.append(("server, dataset=union", None, checked, passed_union))
+            rows.append(("oxigraph, dataset=union", None, checked, passed_union))
         finally:
             server.stop()
+    if virtuoso_binaries() is not None:
+        virtuoso = VirtuosoServer(tmp / "virtuoso").start()
+        try:
+            took, _ = ingest(virtuoso.url, root)
+            checked, passed_v = check(virtuoso.url + "#timeout=3600")  # a rule may take minutes
+            rows.append(("virtuoso 7.2", took, checked, passed_v))
+        finally:
+            virtuoso.stop()
     print(f"{calls} calls, {triples} triples imported")
     print(f"{'store':26s} {'ingest':>9s} {'ratio':>6s} {'check':>9s} {'ratio':>6s}  gate")
     for name, ing, chk, ok in rows:
         ing_text = f"{ing:8.2f}s {ing / base_ingest:5.2f}x" if ing is not None else f"{'':9s} {'':6s}"
         print(f"{name:26s} {ing_text} {chk:8.2f}s {chk / base_check:5.2f}x  {'PASS' if ok else 'FAIL'}")
+    return rows
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    oxigraph = "--no-oxigraph" not in args
+    for cases in [int(a) for a in args if a != "--no-oxigraph"] or [4000]:
+        with tempfile.TemporaryDirectory() as tmp:
+            measure(cases, Path(tmp), oxigraph)
 
 
 if __name__ == "__main__":

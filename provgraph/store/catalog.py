@@ -284,10 +284,20 @@ def switch(store: Store, key: str, graph: str, fingerprint: str) -> None:
     )
 
 
+#: Bound where a catalog triple to delete is absent: ``<slot> <NONE> <NONE>`` and
+#: ``<NONE> pending "key"`` are never stored, so deleting them is a no-op.
+_NONE = "urn:provgraph:catalog#none"
+
+
 def _optional_slot_and_pending(slot: str, key: str) -> str:
+    """The slot's triples and the runs listing ``key``, each or a placeholder: every solution
+    binds every template variable. (``OPTIONAL`` would say the same, but Virtuoso 7 drops a
+    whole DELETE/INSERT solution with an unbound template variable, INSERT included, against
+    SPARQL 1.1 Update section 3.1.3, so a first switch would insert nothing.)"""
     return (
-        f"OPTIONAL {{ GRAPH <{CATALOG}> {{ <{slot}> ?p ?o }} }} "
-        f"OPTIONAL {{ GRAPH <{CATALOG}> {{ ?run <{_PENDING}> {literal(key)} }} }}"
+        f"{{ GRAPH <{CATALOG}> {{ <{slot}> ?p ?o }} }} "
+        f"UNION {{ BIND(<{_NONE}> AS ?p) BIND(<{_NONE}> AS ?o) }} "
+        f"{{ GRAPH <{CATALOG}> {{ ?run <{_PENDING}> {literal(key)} }} }} UNION {{ BIND(<{_NONE}> AS ?run) }}"
     )
 
 

@@ -36,6 +36,13 @@ class Preset:
     load_params: tuple[tuple[str, str], ...] = ()
     #: The request parameter that makes the default graph the union of all graphs, if any.
     union_param: str | None = None
+    #: Accept headers for SELECT/ASK answers and for CONSTRUCT/DESCRIBE answers, for a server
+    #: that must be asked for one type per query form (``None``: one header for every form).
+    accept_results: str | None = None
+    accept_triples: str | None = None
+    #: Lists the named graphs. ``GRAPH ?g {}`` matches each named graph once (SPARQL 1.1
+    #: section 18.5) and needs no scan; a server that gets it wrong must scan the quads.
+    graphs_query: str = "SELECT DISTINCT ?g WHERE { GRAPH ?g { } }"
 
 
 PRESETS: dict[str, Preset] = {
@@ -47,8 +54,18 @@ PRESETS: dict[str, Preset] = {
     "fuseki": Preset("sparql", "update", "data"),
     # Ontotext GraphDB (and RDF4J server), base = the repository URL.
     "graphdb": Preset("", "statements", "rdf-graphs/service"),
-    # OpenLink Virtuoso, base = the server root; updates need a user with SPARQL_UPDATE.
-    "virtuoso": Preset("sparql", "sparql", "sparql-graph-crud"),
+    # OpenLink Virtuoso, base = the server root; updates need a user with SPARQL_UPDATE. Its
+    # JSON results write booleans as "1" and answer CONSTRUCT in a JSON of its own whenever
+    # JSON is acceptable: ask for XML results and N-Triples, one per query form.
+    "virtuoso": Preset(
+        "sparql",
+        "sparql",
+        "sparql-graph-crud",
+        accept_results="application/sparql-results+xml",
+        accept_triples="application/n-triples",
+        # Virtuoso 7.2 answers GRAPH ?g {} with one solution that leaves ?g unbound.
+        graphs_query="SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }",
+    ),
     # Amazon Neptune, base = https://cluster-endpoint:8182 (IAM-signed requests are not supported).
     "neptune": Preset("sparql", "sparql", "sparql/gsp/"),
 }
@@ -76,6 +93,9 @@ class Endpoint:
     graph_param: str = "graph"
     load_params: tuple[tuple[str, str], ...] = ()
     union_param: str | None = None
+    accept_results: str | None = None
+    accept_triples: str | None = None
+    graphs_query: str = "SELECT DISTINCT ?g WHERE { GRAPH ?g { } }"
     #: ``graphs``: every request names the current graphs (correct on a shared server);
     #: ``union``: the server's union default graph (faster; only with a single writer).
     dataset: str = "graphs"
@@ -150,6 +170,9 @@ def parse_endpoint(text: str) -> Endpoint:
         graph_param=preset.graph_param,
         load_params=preset.load_params,
         union_param=preset.union_param,
+        accept_results=preset.accept_results,
+        accept_triples=preset.accept_triples,
+        graphs_query=preset.graphs_query,
         dataset=dataset,
         connect_timeout=seconds("connect-timeout", 10.0),
         read_timeout=seconds("timeout", 300.0),

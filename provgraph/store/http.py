@@ -14,7 +14,8 @@ Transport failures (refused, reset, timed out, cut-off answers) raise
 answer that cannot be shown whole: a body shorter or longer than its Content-Length, a chunked
 body without its final chunk, a results document that does not parse to its end, an N-Triples
 (Turtle, TSV, CSV) answer with no framing at all (only the connection's close marks its end,
-so one cut at a line end would pass for complete), an answer of another type, a 5xx status.
+so one cut at a line end would pass for complete), an answer of another type, a 5xx status,
+and an answer the server says it cut to a row limit (Virtuoso's ``X-SPARQL-MaxRows``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import re
 import socket
 import ssl
 import time
@@ -68,7 +70,7 @@ class SparqlStore(Store):
     # -- the Store interface -------------------------------------------------------------
 
     def update(self, update: str) -> None:
-        status, _, body, _ = self._request(
+        status, _, body, *_ = self._request(
             "POST",
             self.endpoint.update,
             update.encode("utf-8"),
@@ -83,7 +85,7 @@ class SparqlStore(Store):
         params = urlencode([(self.endpoint.graph_param, graph), *bulk])
         url = self.endpoint.store + ("&" if "?" in self.endpoint.store else "?") + params
         with ntriples.open("rb") as body:
-            status, _, answer, _ = self._request(
+            status, _, answer, *_ = self._request(
                 "PUT",
                 url,
                 body,
@@ -99,7 +101,7 @@ class SparqlStore(Store):
 
     def named_graphs(self) -> list[str]:
         """Every named graph on the server, including other clients' staging graphs."""
-        rows = self._select_raw("SELECT DISTINCT ?g WHERE { GRAPH ?g { } }", None)
+        rows = self._select_raw(self.endpoint.graphs_query, None)
         return [r["g"].value for r in rows if isinstance(r["g"], ox.NamedNode)]
 
     def dump(self, out: IO[bytes], fmt: ox.RdfFormat, graph: str | None = None) -> None:
@@ -220,11 +222,12 @@ class SparqlStore(Store):
             params += [("named-graph-uri", g) for g in graphs]
         elif self.endpoint.dataset == "union" and self.endpoint.union_param:
             params.append((self.endpoint.union_param, ""))
+        form = query_form(query)
         answer = self._request(
             "POST",
             self.endpoint.query,
             urlencode(params).encode("ascii"),
-            {"Content-Type": "application/x-www-form-urlencoded", "Accept": ACCEPT},
+            {"Content-Type": "application/x-www-form-urlencoded", "Accept": self._accept(form)},
         )
         status, body = answer.status, answer.body
         if status == 400:
@@ -233,7 +236,23 @@ class SparqlStore(Store):
             raise StoreUnavailable(f"{self.location}: the server failed (HTTP {status}): {_first_line(body)}")
         if status >= 300:
             raise StoreError(f"{self.location}: query failed (HTTP {status}): {_first_line(body)}")
-        return _parse_answer(self.location, answer)
+        if answer.cut_at is not None:  # the first rows of a longer answer, sent as if all of it
+            raise StoreUnavailable(
+                f"{self.location}: the server cut its answer to {answer.cut_at} rows, so it is not "
+                "the whole answer (Virtuoso: set ResultSetMaxRows = 0 in [SPARQL] of virtuoso.ini)"
+            )
+        result = _parse_answer(self.location, answer)
+        if form == "ASK" and isinstance(result, ox.QuerySolutions):
+            return _ask_as_solutions(self.location, result)
+        return result
+
+    def _accept(self, form: str | None) -> str:
+        ep = self.endpoint
+        if form in ("CONSTRUCT", "DESCRIBE") and ep.accept_triples:
+            return ep.accept_triples
+        if form in ("SELECT", "ASK") and ep.accept_results:
+            return ep.accept_results
+        return ACCEPT
 
     def _request(self, method: str, url: str, body: bytes | IO[bytes], headers: dict[str, str]) -> Answer:
         """One HTTP exchange on a fresh connection; the answer's body is read in full, and
@@ -296,10 +315,36 @@ class SparqlStore(Store):
                 f"{ep.location}: {url.split('?')[0]} redirects (HTTP {status}) to "
                 f"{response.getheader('Location')}; give that URL instead"
             )
-        return Answer(status, media, data, framed)
+        return Answer(status, media, data, framed, response.getheader("X-SPARQL-MaxRows"))
 
 
 _VERB = {"connect": "accept the connection", "send": "take the request", "answer": "answer"}
+
+
+#: The prologue (comments, BASE, PREFIX) before a query's form keyword.
+_PROLOGUE = re.compile(r"(?:\s+|#[^\n]*|BASE\s*<[^>]*>|PREFIX\s+[^\s:]*:\s*<[^>]*>)*", re.I)
+_FORM = re.compile(r"(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", re.I)
+
+
+def query_form(query: str) -> str | None:
+    """``SELECT``, ``ASK``, ``CONSTRUCT`` or ``DESCRIBE``: the form of ``query``, or None.
+
+    >>> query_form("PREFIX pg: <https://w3id.org/provgraph/ns#> # why\\nask { ?s ?p ?o }")
+    'ASK'
+    """
+    match = _FORM.match(query, _PROLOGUE.match(query).end())
+    return match[1].upper() if match else None
+
+
+def _ask_as_solutions(location: str, result: ox.QuerySolutions) -> ox.QueryBoolean:
+    """Virtuoso 7.2 answers an ASK with solutions of one variable, ``__ASK_RETVAL``: one row
+    (``1``) for true, none for false; SPARQL 1.1 results say ``boolean``. Read that, or refuse
+    an answer that is neither."""
+    names = [v.value for v in result.variables]
+    rows = [sol[0] for sol in result]
+    if names != ["__ASK_RETVAL"] or len(rows) > 1 or any(r is None or r.value != "1" for r in rows):
+        raise StoreUnavailable(f"{location}: the server answered an ASK query with solutions")
+    return ox.parse_query_results(json.dumps({"head": {}, "boolean": bool(rows)}), ox.QueryResultsFormat.JSON)
 
 
 def _reason(err: BaseException) -> str:
@@ -334,6 +379,8 @@ class Answer(NamedTuple):
     media: str
     body: bytes
     framed: bool
+    #: Rows the server cut the answer to (Virtuoso's ``X-SPARQL-MaxRows``), else None.
+    cut_at: str | None = None
 
 
 def _read_body(response: http.client.HTTPResponse, sock: socket.socket | None) -> tuple[bytes, bool]:
