@@ -20,7 +20,7 @@ lint: $(VENV)/.installed
 	$(PY) -m ruff format --check .
 
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto  # pytest-xdist: one worker per core
 
 clean:
 	rm -rf $(VENV) demo-out build dist *.egg-info

@@ -4,6 +4,7 @@ real entry point (exit codes, stderr lines)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+# The CLI sizes its tables for a pipe from COLUMNS (120 when unset); pytest-xdist's workers
+# inherit the controller terminal's width (80 under a CI log), which wraps the tables the tests
+# read. Set before any test module imports provgraph.cli.
+os.environ["COLUMNS"] = "120"
+
 from fixtures import rulepairs
 from fixtures.make_images import SPEC, build
 
