@@ -21,15 +21,7 @@ from provgraph.rules.rule import Rule
 MAX_LINES = 40
 #: Rules still written in the old style; remove a rule once it is rewritten.
 PENDING: set[str] = {
-    "analysis-cohort-mismatch",
     "annotation-raw-response-missing",
-    "cohort-case-not-in-cohort",
-    "cohort-patient-in-two-splits",
-    "cohort-repeated-patient",
-    "cohort-split-not-allowed",
-    "cohort-split-not-recorded",
-    "cohort-view-not-allowed",
-    "cohort-view-undocumented",
     "model-alias-unresolved",
     "model-family-mismatch",
     "model-several-snapshots",

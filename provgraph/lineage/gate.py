@@ -5,7 +5,8 @@ order (:func:`run_gate` does all three):
 
 1. :func:`refresh_derived`: the statistics the analysis clause checks are recomputed (or a
    stale statistics graph is dropped), and the per-call evidence view
-   (:mod:`provgraph.rules.callview`) is brought up to date, then the pixel verdicts
+   (:mod:`provgraph.rules.callview`) is brought up to date, then the per-case evidence view
+   (:mod:`provgraph.rules.caseview`) and the pixel verdicts
    (:mod:`provgraph.rules.pixelview`) that read it, so the rules read current derived evidence;
 2. :func:`provgraph.rules.run_check`: the rules, all against one state of the store;
 3. :func:`record_check_and_hubs`: the check is written into the store, then what lies upstream
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from provgraph.errors import StoreError
 from provgraph.ingest.run import describe_unfinished
 from provgraph.lineage.hubs import record_hubs
-from provgraph.rules import callview, pixelview
+from provgraph.rules import callview, caseview, pixelview
 from provgraph.rules.rule import Rule
 from provgraph.rules.runner import CheckReport, RuleResult, contract_state, record_check, run_check
 from provgraph.stats import materialize
@@ -68,6 +69,7 @@ def refresh_derived(store: Store) -> None:
     else:
         materialize.drop_if_stale(store)
     callview.refresh(store)
+    caseview.refresh(store)  # reads the call evidence view: after it
     pixelview.refresh(store)  # reads the call evidence view: after it
 
 

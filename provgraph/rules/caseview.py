@@ -1,0 +1,213 @@
+"""The per-case evidence view: a case's patient, view position and split, from every source, once.
+
+The cohort rules judge a case by what several sources say about it: its patient may be stated
+on the case, on any node of the case (a manifest entry, a MIMIC metadata or split row) or in
+the header of a DICOM rendered for its calls; its view in the manifest, in those DICOM headers
+or, for its study's images, in the MIMIC metadata table; its split in the manifest or in the
+official split table. Each rule used to re-derive these by hand-joined sub-selects; this module
+derives them once per check (one scan per kind of evidence, joined in Python) into the catalog
+slot :data:`SLOT`, for every case node a source names (``case/<key>``):
+
+``pg:patientEvidence`` / ``pg:viewEvidence`` / ``pg:splitEvidence``
+    one evidence node per distinct (value, source, file) of that kind, with
+    ``pg:evidenceValue`` (the patient node, the view position as written upper-cased, the
+    split as written lower-cased), ``pg:evidenceFrom`` (where it was read, below) and
+    ``pg:evidencePath`` (the bundle path of that file, when the source has one). Sources:
+    ``case`` (a patient stated on the case node itself), ``node`` (a patient on a node of the
+    case: manifest entry or MIMIC row; its file), ``manifest`` (an included cohort entry's view
+    or split; the manifest file), ``dicom`` (the header of a DICOM rendered for the case's
+    calls: call ``pg:case`` the case, its ``pg:sentImage`` in the call evidence view, that
+    image's rendering, the rendering's source; the DICOM's path), ``metadata`` (an image of the
+    study in a MIMIC metadata table), ``split-table`` (a row of an official split table)
+``pg:assignedSplit``
+    the split evidence that stands: the manifest's, else the official split table's (a
+    disagreement of the two is cohort-split-not-recorded's)
+``pg:officialSplits``
+    the official split table's splits for the case, distinct, sorted, joined by ``", "``
+``pg:metadataImageCount``
+    the study's images in a MIMIC metadata table (distinct rows)
+``pg:includedEntry`` / ``pg:excludedEntry``
+    the cohort manifest entries that include / exclude the case
+``pg:plannedCallCount``
+    planned calls (``pg:PlannedCall``) on the case
+
+A case no source gives a patient (view, split) has no such evidence node: the rule can say so.
+The view is recomputed when any imported graph changed (fingerprint as
+:mod:`provgraph.rules.callview`'s), after the call evidence view, which it reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import IO
+
+from provgraph.rdf.terms import IRI, TripleWriter
+from provgraph.rdf.vocab import PG, PG_NS
+from provgraph.rules import callview
+from provgraph.store import catalog
+from provgraph.store.base import Store
+
+log = logging.getLogger(__name__)
+
+SLOT = "derived:case-evidence"
+#: bumped whenever the view changes shape
+VIEW_VERSION = "1"
+
+_P = f"PREFIX pg: <{PG_NS}>\nPREFIX prov: <http://www.w3.org/ns/prov#>\n"
+# One query per kind of evidence; joins across kinds are Python dicts.
+_Q = {
+    "entries": "SELECT ?entry ?case ?included ?split ?view ?path WHERE { ?entry a pg:CohortEntry ; "
+    "pg:case ?case ; pg:included ?included OPTIONAL { ?entry pg:split ?split } "
+    "OPTIONAL { ?entry pg:viewPosition ?view } OPTIONAL { ?entry pg:sourceFile/pg:path ?path } }",
+    # every patient statement: on a case, on a node of a case, on a DICOM (read when rendered)
+    "patients": "SELECT ?s ?patient ?case ?path ?dpath WHERE { ?s pg:patient ?patient "
+    "OPTIONAL { ?s pg:case ?case } OPTIONAL { ?s pg:sourceFile/pg:path ?path } "
+    "OPTIONAL { ?s pg:path ?dpath } }",
+    "planned": "SELECT ?case (COUNT(DISTINCT ?call) AS ?n) WHERE { ?call a pg:PlannedCall ; "
+    "pg:case ?case } GROUP BY ?case",
+    # the images a call sent (the call evidence view) and the DICOM each was rendered from
+    "sent": "SELECT ?case ?img WHERE { ?call pg:sentImage ?img ; pg:case ?case }",
+    "rendered": "SELECT ?img ?dicom WHERE { ?img prov:wasGeneratedBy ?r . ?r prov:used ?dicom }",
+    "dicom_views": "SELECT ?dicom ?view ?path WHERE { ?dicom pg:viewPosition ?view ; pg:path ?path }",
+    "metadata": "SELECT ?img ?case ?view ?path WHERE { ?img a pg:ImageMetadata ; pg:case ?case ; "
+    "pg:viewPosition ?view OPTIONAL { ?img pg:sourceFile/pg:path ?path } }",
+    "splits": "SELECT ?case ?split ?path WHERE { ?a a pg:SplitAssignment ; pg:case ?case ; "
+    "pg:split ?split OPTIONAL { ?a pg:sourceFile/pg:path ?path } }",
+}
+
+#: one piece of evidence: (value, where it was read, file path or "")
+Fact = tuple[str, str, str]
+
+
+@dataclass
+class CaseEvidence:
+    """What the graph says about one case, from every source."""
+
+    patients: set[Fact] = field(default_factory=set)
+    views: set[Fact] = field(default_factory=set)
+    splits: set[Fact] = field(default_factory=set)
+    metadata_images: set[str] = field(default_factory=set)
+    included: set[str] = field(default_factory=set)
+    excluded: set[str] = field(default_factory=set)
+    planned: int = 0
+
+    def assigned(self) -> list[Fact]:
+        """The split evidence that stands: the manifest's, else the official table's."""
+        manifest = [f for f in self.splits if f[1] == "manifest"]
+        return sorted(manifest or [f for f in self.splits if f[1] == "split-table"])
+
+
+def _v(row: object, name: str) -> str:
+    term = row[name]  # type: ignore[index]
+    return "" if term is None else term.value
+
+
+def gather(store: Store) -> dict[str, CaseEvidence]:
+    """Every case's evidence, keyed by the case node's IRI."""
+    cases: dict[str, CaseEvidence] = defaultdict(CaseEvidence)
+    for r in store.select(_P + _Q["entries"]):
+        ev, entry = cases[_v(r, "case")], _v(r, "entry")
+        if _v(r, "included") != "true":
+            ev.excluded.add(entry)
+            continue
+        ev.included.add(entry)
+        if r["split"] is not None:
+            ev.splits.add((_v(r, "split"), "manifest", _v(r, "path")))
+        if r["view"] is not None:
+            ev.views.add((_v(r, "view"), "manifest", _v(r, "path")))
+    # patients stated on a node that is not of a case (the case itself, a DICOM), by node
+    direct: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for r in store.select(_P + _Q["patients"]):
+        s, patient = _v(r, "s"), _v(r, "patient")
+        if r["case"] is not None:
+            cases[_v(r, "case")].patients.add((patient, "node", _v(r, "path")))
+        if r["case"] is None or r["dpath"] is not None:
+            direct[s].add((patient, _v(r, "dpath")))
+    for r in store.select(_P + _Q["planned"]):
+        cases[_v(r, "case")].planned = int(_v(r, "n"))
+    _rendered(store, cases, direct)
+    for r in store.select(_P + _Q["metadata"]):
+        ev = cases[_v(r, "case")]
+        ev.metadata_images.add(_v(r, "img"))
+        ev.views.add((_v(r, "view"), "metadata", _v(r, "path")))
+    for r in store.select(_P + _Q["splits"]):
+        cases[_v(r, "case")].splits.add((_v(r, "split"), "split-table", _v(r, "path")))
+    for case, ev in cases.items():
+        ev.patients |= {(patient, "case", "") for patient, _ in direct.get(case, ())}
+    return cases
+
+
+def _rendered(store: Store, cases: dict[str, CaseEvidence], direct: dict[str, set[tuple[str, str]]]) -> None:
+    """The patient and view of each DICOM rendered for a case's calls."""
+    sources: dict[str, set[str]] = defaultdict(set)
+    for r in store.select(_P + _Q["rendered"]):
+        sources[_v(r, "img")].add(_v(r, "dicom"))
+    if not sources:
+        return
+    views: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for r in store.select(_P + _Q["dicom_views"]):
+        views[_v(r, "dicom")].add((_v(r, "view"), _v(r, "path")))
+    done: set[tuple[str, str]] = set()
+    for r in store.select(_P + _Q["sent"]):
+        case, img = _v(r, "case"), _v(r, "img")
+        if (case, img) in done or img not in sources:
+            continue
+        done.add((case, img))
+        ev = cases[case]
+        for dicom in sources[img]:
+            for patient, path in direct.get(dicom, ()):
+                ev.patients.add((patient, "dicom", path))
+            for view, path in views.get(dicom, ()):
+                ev.views.add((view, "dicom", path))
+
+
+def _node(case: str, kind: str, fact: Fact) -> IRI:
+    digest = hashlib.sha256("\0".join((kind, *fact)).encode()).hexdigest()[:16]
+    return IRI(f"{case}#{kind}-{digest}")
+
+
+def write_view(w: TripleWriter, cases: dict[str, CaseEvidence]) -> None:
+    add = w.add
+    links = (("patient", PG.patientEvidence), ("view", PG.viewEvidence), ("split", PG.splitEvidence))
+    for iri, ev in sorted(cases.items()):
+        case = IRI(iri)
+        for kind, link in links:
+            facts = {"patient": ev.patients, "view": ev.views, "split": ev.splits}[kind]
+            for fact in sorted(facts):
+                value, source, path = fact
+                node = _node(iri, kind, fact)
+                add(case, link, node)
+                add(node, PG.evidenceValue, IRI(value) if kind == "patient" else value)
+                add(node, PG.evidenceFrom, source)
+                add(node, PG.evidencePath, path or None)
+        for fact in ev.assigned():
+            add(case, PG.assignedSplit, _node(iri, "split", fact))
+        official = sorted({f[0] for f in ev.splits if f[1] == "split-table"})
+        add(case, PG.officialSplits, ", ".join(official) or None)
+        if ev.metadata_images:
+            add(case, PG.metadataImageCount, len(ev.metadata_images))
+        for entry in sorted(ev.included):
+            add(case, PG.includedEntry, IRI(entry))
+        for entry in sorted(ev.excluded):
+            add(case, PG.excludedEntry, IRI(entry))
+        if ev.planned:
+            add(case, PG.plannedCallCount, ev.planned)
+
+
+def refresh(store: Store) -> bool:
+    """Bring the view up to date; True when it was recomputed."""
+    current = callview.fingerprint(store) + f"/case-evidence/{VIEW_VERSION}"
+    slot = catalog.current(store, SLOT)
+    if slot is not None and slot.fingerprint == current:
+        return False
+    cases = gather(store)
+
+    def produce(fh: IO[str]) -> None:
+        write_view(TripleWriter(fh), cases)
+
+    catalog.replace_from(store, SLOT, current, produce)
+    log.info("case evidence view: %d cases", len(cases))
+    return True
