@@ -197,11 +197,11 @@ def write_view(w: TripleWriter, cases: dict[str, CaseEvidence]) -> None:
             add(case, PG.plannedCallCount, ev.planned)
 
 
-def refresh(store: Store) -> bool:
-    """Bring the view up to date; True when it was recomputed."""
+def refresh(store: Store, force: bool = False) -> bool:
+    """Bring the view up to date (``force``: recompute it even so); True when it was recomputed."""
     current = callview.fingerprint(store) + f"/case-evidence/{VIEW_VERSION}"
     slot = catalog.current(store, SLOT)
-    if slot is not None and slot.fingerprint == current:
+    if not force and slot is not None and slot.fingerprint == current:
         return False
     cases = gather(store)
 
