@@ -52,7 +52,10 @@ def old_rules(rev: str) -> list:
 def run(store, rules) -> tuple[dict[str, float], dict[str, tuple[str, frozenset]]]:
     from provgraph.rules import run_check
 
-    report = run_check(store, rules)
+    def show(r) -> None:
+        print(f"     {r.rule.id} {r.seconds:.2f} s", flush=True)
+
+    report = run_check(store, rules, on_result=show)
     seconds = {r.rule.id: r.seconds for r in report.results}
     rows = {
         r.rule.id: (r.outcome, frozenset((v.focus, v.message) for v in r.violations)) for r in report.results
@@ -75,6 +78,7 @@ def bench_store(path: Path, old: list, new: list, rounds: int) -> None:
         t0 = time.perf_counter()
         caseview.refresh(store, force=True)
         view = time.perf_counter() - t0
+        print(f"     view {view:.2f} s", flush=True)
         after, new_rows = run(store, new)
         same = old_rows == new_rows
         differ = sorted(i for i in IDS if old_rows.get(i) != new_rows.get(i))

@@ -105,11 +105,12 @@ def test_every_source_of_patient_view_and_split(tmp_path: Path) -> None:
     }
     assert value(store, "50000002", "officialSplits") == ["validate"]
     assigned = store.select(
-        f"PREFIX pg: <{PG_NS}>\nSELECT ?key ?from WHERE {{ ?c pg:assignedSplit ?e ; pg:key ?key . "
-        "?e pg:evidenceFrom ?from }"
+        f"PREFIX pg: <{PG_NS}>\nSELECT ?key ?from WHERE {{ ?c pg:assignedSplitFrom ?from ; pg:key ?key }}"
     )
     by_case = {r["key"].value: r["from"].value for r in assigned}
     assert by_case == {"50000001": "manifest", "50000002": "split-table"}  # case 3: none
+    assert value(store, "50000002", "assignedSplit") == ["validate"]
+    assert len(value(store, "50000003", "casePatient")) == 1  # from its DICOM alone
     assert value(store, "50000001", "plannedCallCount") == ["2"]
     assert value(store, "50000001", "includedEntry") == [f"{BASE}cohort-entry/50000001"]
     assert value(store, "50000004", "excludedEntry") == [f"{BASE}cohort-entry/50000004"]
@@ -121,7 +122,7 @@ def test_a_case_no_source_describes_has_no_evidence(tmp_path: Path) -> None:
     store, _, _ = ingest_bundle(bundle(tmp_path))
     refresh_derived(store)
     assert value(store, "50000009", "plannedCallCount") == ["1"]
-    for link in ("patientEvidence", "viewEvidence", "splitEvidence", "assignedSplit", "includedEntry"):
+    for link in ("patientEvidence", "casePatient", "viewEvidence", "splitEvidence", "assignedSplit"):
         assert value(store, "50000009", link) == [], link
 
 

@@ -19,9 +19,11 @@ slot :data:`SLOT`, for every case node a source names (``case/<key>``):
     calls: call ``pg:case`` the case, its ``pg:sentImage`` in the call evidence view, that
     image's rendering, the rendering's source; the DICOM's path), ``metadata`` (an image of the
     study in a MIMIC metadata table), ``split-table`` (a row of an official split table)
-``pg:assignedSplit``
-    the split evidence that stands: the manifest's, else the official split table's (a
-    disagreement of the two is cohort-split-not-recorded's)
+``pg:casePatient``
+    every patient the patient evidence names, distinct (what the rules join on)
+``pg:assignedSplit`` / ``pg:assignedSplitFrom``
+    the split that stands and where from (``manifest`` or ``split-table``): the manifest's,
+    else the official split table's (a disagreement of the two is cohort-split-not-recorded's)
 ``pg:officialSplits``
     the official split table's splits for the case, distinct, sorted, joined by ``", "``
 ``pg:metadataImageCount``
@@ -54,7 +56,7 @@ log = logging.getLogger(__name__)
 
 SLOT = "derived:case-evidence"
 #: bumped whenever the view changes shape
-VIEW_VERSION = "1"
+VIEW_VERSION = "2"
 
 _P = f"PREFIX pg: <{PG_NS}>\nPREFIX prov: <http://www.w3.org/ns/prov#>\n"
 # One query per kind of evidence; joins across kinds are Python dicts.
@@ -183,8 +185,13 @@ def write_view(w: TripleWriter, cases: dict[str, CaseEvidence]) -> None:
                 add(node, PG.evidenceValue, IRI(value) if kind == "patient" else value)
                 add(node, PG.evidenceFrom, source)
                 add(node, PG.evidencePath, path or None)
-        for fact in ev.assigned():
-            add(case, PG.assignedSplit, _node(iri, "split", fact))
+        for patient in sorted({f[0] for f in ev.patients}):
+            add(case, PG.casePatient, IRI(patient))
+        assigned = ev.assigned()
+        for split in sorted({f[0] for f in assigned}):
+            add(case, PG.assignedSplit, split)
+        if assigned:
+            add(case, PG.assignedSplitFrom, assigned[0][1])
         official = sorted({f[0] for f in ev.splits if f[1] == "split-table"})
         add(case, PG.officialSplits, ", ".join(official) or None)
         if ev.metadata_images:
