@@ -43,8 +43,9 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any
 
 from provgraph.rdf.terms import IRI, TripleWriter
 from provgraph.rdf.vocab import PG, PG_NS
@@ -61,24 +62,29 @@ VIEW_VERSION = "2"
 _P = f"PREFIX pg: <{PG_NS}>\nPREFIX prov: <http://www.w3.org/ns/prov#>\n"
 # One query per kind of evidence; joins across kinds are Python dicts.
 _Q = {
-    "entries": "SELECT ?entry ?case ?included ?split ?view ?path WHERE { ?entry a pg:CohortEntry ; "
+    "entries": "SELECT ?entry ?case ?included ?split ?view ?f WHERE { ?entry a pg:CohortEntry ; "
     "pg:case ?case ; pg:included ?included OPTIONAL { ?entry pg:split ?split } "
-    "OPTIONAL { ?entry pg:viewPosition ?view } OPTIONAL { ?entry pg:sourceFile/pg:path ?path } }",
+    "OPTIONAL { ?entry pg:viewPosition ?view } OPTIONAL { ?entry pg:sourceFile ?f } }",
     # every patient statement: on a case, on a node of a case, on a DICOM (read when rendered)
-    "patients": "SELECT ?s ?patient ?case ?path ?dpath WHERE { ?s pg:patient ?patient "
-    "OPTIONAL { ?s pg:case ?case } OPTIONAL { ?s pg:sourceFile/pg:path ?path } "
-    "OPTIONAL { ?s pg:path ?dpath } }",
-    "planned": "SELECT ?case (COUNT(DISTINCT ?call) AS ?n) WHERE { ?call a pg:PlannedCall ; "
-    "pg:case ?case } GROUP BY ?case",
-    # the images a call sent (the call evidence view) and the DICOM each was rendered from
-    "sent": "SELECT ?case ?img WHERE { ?call pg:sentImage ?img ; pg:case ?case }",
-    "rendered": "SELECT ?img ?dicom WHERE { ?img prov:wasGeneratedBy ?r . ?r prov:used ?dicom }",
-    "dicom_views": "SELECT ?dicom ?view ?path WHERE { ?dicom pg:viewPosition ?view ; pg:path ?path }",
-    "metadata": "SELECT ?img ?case ?view ?path WHERE { ?img a pg:ImageMetadata ; pg:case ?case ; "
-    "pg:viewPosition ?view OPTIONAL { ?img pg:sourceFile/pg:path ?path } }",
-    "splits": "SELECT ?case ?split ?path WHERE { ?a a pg:SplitAssignment ; pg:case ?case ; "
-    "pg:split ?split OPTIONAL { ?a pg:sourceFile/pg:path ?path } }",
+    "patients": "SELECT ?s ?patient ?case ?f WHERE { ?s pg:patient ?patient "
+    "OPTIONAL { ?s pg:case ?case } OPTIONAL { ?s pg:sourceFile ?f } }",
+    "planned": "SELECT ?call ?case WHERE { ?call a pg:PlannedCall ; pg:case ?case }",
+    # the images a call sent (the call evidence view), the case of a call no plan names, then
+    # the DICOM each image was rendered from
+    "sent": "SELECT ?call ?img WHERE { ?call pg:sentImage ?img }",
+    "case_of": "SELECT ?call ?case WHERE { VALUES ?call { %s } ?call pg:case ?case }",
+    "rendered": "SELECT ?img ?dicom WHERE { VALUES ?img { %s } ?img prov:wasGeneratedBy ?r . "
+    "?r prov:used ?dicom }",
+    "dicom_views": "SELECT ?dicom ?view WHERE { ?dicom pg:viewPosition ?view ; pg:path ?path }",
+    "metadata": "SELECT ?img ?case ?view ?f WHERE { ?img a pg:ImageMetadata ; pg:case ?case ; "
+    "pg:viewPosition ?view OPTIONAL { ?img pg:sourceFile ?f } }",
+    "splits": "SELECT ?case ?split ?f WHERE { ?a a pg:SplitAssignment ; pg:case ?case ; "
+    "pg:split ?split OPTIONAL { ?a pg:sourceFile ?f } }",
+    # the bundle path of the files evidence was read from (a lookup each, not a join per row)
+    "paths": "SELECT ?n ?path WHERE { VALUES ?n { %s } ?n pg:path ?path }",
 }
+#: IRIs per VALUES block
+_CHUNK = 1000
 
 #: one piece of evidence: (value, where it was read, file path or "")
 Fact = tuple[str, str, str]
@@ -107,8 +113,15 @@ def _v(row: object, name: str) -> str:
     return "" if term is None else term.value
 
 
+def _chunks(store: Store, query: str, iris: set[str]) -> Iterator[Any]:
+    ordered = sorted(iris)
+    for k in range(0, len(ordered), _CHUNK):
+        yield from store.select(_P + query % " ".join(f"<{i}>" for i in ordered[k : k + _CHUNK]))
+
+
 def gather(store: Store) -> dict[str, CaseEvidence]:
-    """Every case's evidence, keyed by the case node's IRI."""
+    """Every case's evidence, keyed by the case node's IRI. A fact's third member is first the
+    node whose ``pg:path`` names its file (a source file, a DICOM), then that path."""
     cases: dict[str, CaseEvidence] = defaultdict(CaseEvidence)
     for r in store.select(_P + _Q["entries"]):
         ev, entry = cases[_v(r, "case")], _v(r, "entry")
@@ -117,53 +130,73 @@ def gather(store: Store) -> dict[str, CaseEvidence]:
             continue
         ev.included.add(entry)
         if r["split"] is not None:
-            ev.splits.add((_v(r, "split"), "manifest", _v(r, "path")))
+            ev.splits.add((_v(r, "split"), "manifest", _v(r, "f")))
         if r["view"] is not None:
-            ev.views.add((_v(r, "view"), "manifest", _v(r, "path")))
-    # patients stated on a node that is not of a case (the case itself, a DICOM), by node
-    direct: dict[str, set[tuple[str, str]]] = defaultdict(set)
+            ev.views.add((_v(r, "view"), "manifest", _v(r, "f")))
+    # every node's patients (the case itself, a DICOM rendered for its calls), by node
+    direct: dict[str, set[str]] = defaultdict(set)
     for r in store.select(_P + _Q["patients"]):
         s, patient = _v(r, "s"), _v(r, "patient")
         if r["case"] is not None:
-            cases[_v(r, "case")].patients.add((patient, "node", _v(r, "path")))
-        if r["case"] is None or r["dpath"] is not None:
-            direct[s].add((patient, _v(r, "dpath")))
+            cases[_v(r, "case")].patients.add((patient, "node", _v(r, "f")))
+        direct[s].add(patient)
+    case_of: dict[str, set[str]] = defaultdict(set)
     for r in store.select(_P + _Q["planned"]):
-        cases[_v(r, "case")].planned = int(_v(r, "n"))
-    _rendered(store, cases, direct)
+        case_of[_v(r, "call")].add(_v(r, "case"))
+    for call_cases in case_of.values():
+        for case in call_cases:
+            cases[case].planned += 1
+    _rendered(store, cases, direct, case_of)
     for r in store.select(_P + _Q["metadata"]):
         ev = cases[_v(r, "case")]
         ev.metadata_images.add(_v(r, "img"))
-        ev.views.add((_v(r, "view"), "metadata", _v(r, "path")))
+        ev.views.add((_v(r, "view"), "metadata", _v(r, "f")))
     for r in store.select(_P + _Q["splits"]):
-        cases[_v(r, "case")].splits.add((_v(r, "split"), "split-table", _v(r, "path")))
+        cases[_v(r, "case")].splits.add((_v(r, "split"), "split-table", _v(r, "f")))
     for case, ev in cases.items():
-        ev.patients |= {(patient, "case", "") for patient, _ in direct.get(case, ())}
+        ev.patients |= {(patient, "case", "") for patient in direct.get(case, ())}
+    _resolve_paths(store, cases)
     return cases
 
 
-def _rendered(store: Store, cases: dict[str, CaseEvidence], direct: dict[str, set[tuple[str, str]]]) -> None:
-    """The patient and view of each DICOM rendered for a case's calls."""
+def _resolve_paths(store: Store, cases: dict[str, CaseEvidence]) -> None:
+    nodes = {f[2] for ev in cases.values() for facts in (ev.patients, ev.views, ev.splits) for f in facts}
+    paths = {_v(r, "n"): _v(r, "path") for r in _chunks(store, _Q["paths"], nodes - {""})}
+    for ev in cases.values():
+        for name in ("patients", "views", "splits"):
+            facts = getattr(ev, name)
+            setattr(ev, name, {(v, src, paths.get(node, "")) for v, src, node in facts})
+
+
+def _rendered(
+    store: Store, cases: dict[str, CaseEvidence], direct: dict[str, set[str]], case_of: dict[str, set[str]]
+) -> None:
+    """The patient and view of each DICOM rendered for a case's calls (``case_of``: the
+    planned calls' cases; any other call's are looked up)."""
+    images: dict[str, set[str]] = defaultdict(set)
+    for r in store.select(_P + _Q["sent"]):
+        images[_v(r, "call")].add(_v(r, "img"))
+    for r in _chunks(store, _Q["case_of"], set(images) - set(case_of)):
+        case_of[_v(r, "call")].add(_v(r, "case"))  # a call no plan names
+    sent: dict[str, set[str]] = defaultdict(set)
+    for call, imgs in images.items():
+        for case in case_of.get(call, ()):
+            for img in imgs:
+                sent[img].add(case)
     sources: dict[str, set[str]] = defaultdict(set)
-    for r in store.select(_P + _Q["rendered"]):
+    for r in _chunks(store, _Q["rendered"], set(sent)):
         sources[_v(r, "img")].add(_v(r, "dicom"))
     if not sources:
         return
-    views: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    views: dict[str, set[str]] = defaultdict(set)
     for r in store.select(_P + _Q["dicom_views"]):
-        views[_v(r, "dicom")].add((_v(r, "view"), _v(r, "path")))
-    done: set[tuple[str, str]] = set()
-    for r in store.select(_P + _Q["sent"]):
-        case, img = _v(r, "case"), _v(r, "img")
-        if (case, img) in done or img not in sources:
-            continue
-        done.add((case, img))
-        ev = cases[case]
-        for dicom in sources[img]:
-            for patient, path in direct.get(dicom, ()):
-                ev.patients.add((patient, "dicom", path))
-            for view, path in views.get(dicom, ()):
-                ev.views.add((view, "dicom", path))
+        views[_v(r, "dicom")].add(_v(r, "view"))
+    for img, dicoms in sources.items():
+        for case in sent[img]:
+            ev = cases[case]
+            for dicom in dicoms:
+                ev.patients |= {(patient, "dicom", dicom) for patient in direct.get(dicom, ())}
+                ev.views |= {(view, "dicom", dicom) for view in views.get(dicom, ())}
 
 
 def _node(case: str, kind: str, fact: Fact) -> IRI:
