@@ -3,16 +3,17 @@
 :func:`provgraph.rules.record_check` writes each clause's results and violations into its
 ``check:<clause>`` graph. :func:`write_record` then writes one more graph, ``check:record``,
 saying what the check was computed from: the fingerprint of every import (the contract is one
-of them) and of the rules' text, when it started and how long it and each rule took, and the
-few focus values that are not IRIs (``pg:focus`` holds IRIs only). It is written last, after
+of them) and of the rules' text, when it started and how long it and each rule took, where
+each violation was located (file and line, as :func:`~provgraph.rules.runner.locate` found
+them), and the few focus values that are not IRIs (``pg:focus`` holds IRIs only). It is
+written last, after
 the hub summaries, so a check interrupted while recording leaves a record that no longer
 matches its clause graphs, and reads as not current.
 
 :func:`read_recorded` rebuilds the :class:`~provgraph.rules.runner.CheckReport` from these
 graphs, or says why it cannot: no check recorded, an import or the rules changed since, or the
 clause graphs disagree with the record. ``provgraph report`` reads the check this way instead
-of running it again; the source file and line of each violation are looked up as the runner
-does (:func:`~provgraph.rules.runner.locate`), from the same unchanged imports.
+of running it again.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from provgraph.rules.runner import (
     RuleResult,
     Violation,
     contract_state,
-    locate,
     strict_contract,
 )
 from provgraph.store import catalog
@@ -95,8 +95,11 @@ def write_record(store: Store, report: CheckReport) -> None:
             for r in report.results:
                 w.add(mint(base, "rule-result", r.rule.id), PG.seconds, float(r.seconds))
                 for v in r.violations:
+                    node_v = mint(base, "violation", r.rule.id, _key(v))
                     if not plain_iri(v.focus):
-                        w.add(mint(base, "violation", r.rule.id, _key(v)), PG.focusText, v.focus)
+                        w.add(node_v, PG.focusText, v.focus)
+                    w.add(node_v, PG.focusPath, v.path)  # None writes nothing
+                    w.add(node_v, PG.focusLine, v.line)
         catalog.replace(store, RECORD_KEY, inputs, nt)
 
 
@@ -125,12 +128,14 @@ _RESULTS = (
 
 _VIOLATIONS = (
     _P
-    + """SELECT ?id ?focus ?text ?message ?started WHERE {
+    + """SELECT ?id ?focus ?text ?message ?path ?line ?started WHERE {
   ?v a pg:Violation ; pg:rule ?rule ; pg:message ?message ; prov:wasGeneratedBy ?check .
   ?rule pg:ruleId ?id .
   ?check prov:startedAtTime ?started .
   OPTIONAL { ?v pg:focus ?focus }
-  OPTIONAL { ?v pg:focusText ?text } }"""
+  OPTIONAL { ?v pg:focusText ?text }
+  OPTIONAL { ?v pg:focusPath ?path }
+  OPTIONAL { ?v pg:focusLine ?line } }"""
 )
 
 
@@ -181,7 +186,9 @@ def _results(
             focus = r["focus"] if r["focus"] is not None else r["text"]
             if focus is None:
                 return "a recorded violation has no focus"
-            violations[r["id"].value].append(Violation(focus.value, r["message"].value))  # type: ignore[union-attr]
+            path = r["path"].value if r["path"] is not None else None
+            line = int(r["line"].value) if r["line"] is not None else None
+            violations[r["id"].value].append(Violation(focus.value, r["message"].value, path, line))  # type: ignore[union-attr]
     results = []
     for rule in rules:
         got = found.get(rule.id)
@@ -197,5 +204,4 @@ def _results(
         if len(listed) != count:
             return f"the recorded check lists {len(listed)} of the {count} violations of {rule.id}"
         results.append(RuleResult(rule, outcome, listed, error=error, seconds=seconds))  # type: ignore[arg-type]
-    locate(store, [v for r in results for v in r.violations])
     return results
