@@ -64,7 +64,8 @@ class NodeKeys:
                 f"{v} a {c} . VALUES ({c} ?{var}_k) {{ {self.values()} }} "
                 f"BIND({key(f'?{var}_k')} AS ?{var}_key)"
             )
-            return f"{{ SELECT {v} ?{var}_key WHERE {{ {plain} }} }}" if join else plain
+            # DISTINCT: a type stated in two graphs would count the node's triples twice
+            return f"{{ SELECT DISTINCT {v} ?{var}_key WHERE {{ {plain} }} }}" if join else plain
         graphs = " ".join(f"<{g}>" for g in self.data_graphs)
         return f"""{{ SELECT {v} (CONCAT(MAX(?{var}_kx), COALESCE(SAMPLE(?{var}_st), "")) AS ?{var}_key)
             WHERE {{
@@ -147,10 +148,3 @@ def group_rows(store: Store, keys: NodeKeys) -> Rows:
         f"SELECT ?s_key (COUNT(DISTINCT ?s) AS ?n) (SAMPLE(?s) AS ?ex) "
         f"WHERE {{ {keys.pattern('s')} }} GROUP BY ?s_key"
     )
-
-
-def distinct_nodes(store: Store, keys: NodeKeys) -> int:
-    """How many nodes have at least one drawn class."""
-    classes = " ".join(f"<{c.iri}>" for c in keys.vocab.drawn_classes())
-    rows = store.select(f"SELECT (COUNT(DISTINCT ?s) AS ?n) WHERE {{ ?s a ?c . VALUES ?c {{ {classes} }} }}")
-    return int(rows[0]["n"].value)  # type: ignore[union-attr]
