@@ -9,6 +9,7 @@ same key in Python for small node sets; :class:`Key` reads one back.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import defaultdict
 from collections.abc import Iterable
@@ -75,9 +76,13 @@ class NodeKeys:
               BIND(IF(BOUND(?{var}_s0), CONCAT("{STATE}", STR(?{var}_s0)), "") AS ?{var}_st)
             }} GROUP BY {v} }}"""
 
+    @functools.cached_property
+    def _drawn(self) -> dict:
+        return {c.iri: c for c in self.vocab.drawn_classes()}
+
     def key_of(self, iri: str, types: Iterable[str], state: str | None) -> str | None:
         """The key :meth:`pattern` gives a node, computed in Python from its types and state."""
-        drawn = {c.iri: c for c in self.vocab.drawn_classes()}
+        drawn = self._drawn
         found = []
         for t in types:
             c = drawn.get(t)

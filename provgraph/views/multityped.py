@@ -90,7 +90,7 @@ class MultiTyped:
                 if t[0] is not None and t[0].value not in self.exact  # type: ignore[union-attr]
             ]
         ends = {t.value for s, _, o in triples for t in (s, o) if isinstance(t, ox.NamedNode)}
-        single = self.keys.lookup(store, (e for e in ends if e not in self.exact))
+        single = self._lookup(store, [e for e in ends if e not in self.exact and plain_iri(e)])
         for s, p, o in triples:
             if not isinstance(s, ox.NamedNode) or isinstance(o, ox.BlankNode):
                 continue  # blank nodes are not looked up: left as counted
@@ -116,6 +116,21 @@ class MultiTyped:
                     counts[(k, p, v)] -= 1  # type: ignore[index]
         for k in [k for k, n in counts.items() if n <= 0]:
             del counts[k]
+
+    def _lookup(self, store: Store, iris: list[str]) -> dict[str, str]:
+        """Keys of nodes with one drawn type, from their types alone (the fast path is taken
+        only when no node states its own pg:state, so the key needs no state; NodeKeys.lookup
+        also reads the states, a scan of every graph per block)."""
+        types: dict[str, list[str]] = defaultdict(list)
+        for block in value_blocks(iris):
+            for s, c in store.stream(f"SELECT ?s ?c WHERE {{ VALUES ?s {{ {block} }} ?s a ?c }}"):
+                types[s].append(c)  # type: ignore[index,arg-type]
+        out = {}
+        for s, ts in types.items():
+            key = self.keys.key_of(s, ts, None)
+            if key is not None:
+                out[s] = key
+        return out
 
     def _keys_of(self, iri: str, single: dict[str, str]) -> set[str]:
         if iri in self.exact:
