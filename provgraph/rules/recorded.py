@@ -145,8 +145,10 @@ def _time(text: str) -> dt.datetime:
 
 def read_recorded(store: Store, rules: Sequence[Rule]) -> Recorded:
     """The check recorded in ``store`` as a report of ``rules``, if it is current: computed
-    from the imports the store holds now and from these rules (same text)."""
+    from the imports the store holds now and from these rules (same text). Raises
+    :class:`~provgraph.errors.UsageError` when the store holds no contract."""
     with store.snapshot():
+        project, base, in_force = contract_state(store)  # no contract: UsageError, as a run says
         rows = store.select(_RECORD)
         if len(rows) != 1:
             return Recorded(None, "no check is recorded in the store")
@@ -156,7 +158,6 @@ def read_recorded(store: Store, rules: Sequence[Rule]) -> Recorded:
             return Recorded(None, "an import changed since the check was recorded", started)
         if rec["rules"].value != rules_sha256(rules):  # type: ignore[union-attr]
             return Recorded(None, "the rules differ from those of the recorded check", started)
-        project, base, in_force = contract_state(store)
         results = _results(store, rules, in_force, started)
         if isinstance(results, str):
             return Recorded(None, results, started)
