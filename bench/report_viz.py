@@ -31,9 +31,16 @@ from pathlib import Path
 CHILD = r"""
 import json, sys, time
 from pathlib import Path
-step, store_path = sys.argv[1], sys.argv[2]
+step, store_path, read_only = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 from provgraph.store import open_store
-store = open_store(Path(store_path))
+if read_only:  # beside a process that holds the store (a check still running): its snapshot
+    import pyoxigraph as ox
+    from provgraph.store.oxigraph import OxigraphStore
+    store = OxigraphStore.__new__(OxigraphStore)
+    store.path, store.location = Path(store_path), store_path
+    store._ox = ox.Store.read_only(store_path)
+else:
+    store = open_store(Path(store_path))
 out = {}
 t0 = time.perf_counter()
 if step == "viz":
@@ -58,12 +65,15 @@ print(json.dumps(out))
 """
 
 
-def run(code: Path, step: str, store: Path) -> dict:
+def run(code: Path, step: str, store: Path, read_only: bool = False) -> dict:
     env = {**os.environ, "PYTHONPATH": str(code.resolve())}
     env.setdefault("PROVGRAPH_SECRET", "provgraph-bench-secret-0123456789abcdef")
     load = os.getloadavg()[0]
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, step, str(store)], env=env, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", CHILD, step, str(store), str(int(read_only))],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     _, status, usage = os.wait4(proc.pid, 0)
     out = json.loads(proc.stdout.read()) if status == 0 else {"error": status}  # type: ignore[union-attr]
@@ -98,6 +108,7 @@ def main() -> None:
     ap.add_argument("--before", type=Path, required=True)
     ap.add_argument("--after", type=Path, default=Path(__file__).resolve().parents[1])
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--read-only", action="store_true", help="open the stores read-only (viz only)")
     ap.add_argument("--stamp", action="store_true", help="write check:record for main's recorded check first")
     args = ap.parse_args()
     if args.stamp:
@@ -106,13 +117,12 @@ def main() -> None:
             subprocess.run([sys.executable, "-c", STAMP, str(store)], env=env, check=True)
     for store in args.store:
         for i in range(args.rounds):
-            for name, code, step in (
-                ("before", args.before, "viz"),
-                ("after", args.after, "viz"),
-                ("after", args.after, "page"),
-            ):
+            steps = [("before", args.before, "viz"), ("after", args.after, "viz")]
+            if not args.read_only:
+                steps.append(("after", args.after, "page"))
+            for name, code, step in steps:
                 t = time.strftime("%H:%M:%S")
-                fig = run(code, step, store)
+                fig = run(code, step, store, args.read_only)
                 print(json.dumps({"store": store.name, "round": i, "code": name, "at": t, **fig}), flush=True)
 
 
