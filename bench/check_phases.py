@@ -5,7 +5,8 @@
 
 The phases are those of ``provgraph check`` (:func:`provgraph.lineage.gate.run_gate`):
 ``refresh`` (``refresh_derived``: statistics, call view, pixel view), ``rules``
-(``run_check``), ``record`` (``record_check``) and ``hubs`` (``record_hubs``). All run in this
+(``run_check``), ``record`` (``record_check``) and ``hubs`` (``record_hubs``); and ``stats``,
+the statistics recomputed even when their inputs did not change (``provgraph stats``). All run in this
 one process, in that order; before each, the kernel's high-water mark is reset
 (``/proc/self/clear_refs``), and a thread samples the resident set every 50 ms as well, so each
 phase's peak is its own. ``hubs`` alone (no ``rules``) reuses the check the store recorded.
@@ -16,6 +17,7 @@ phase's peak is its own. ``hubs`` alone (no ``rules``) reuses the check the stor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -51,10 +53,8 @@ class Sampler:
 
     def reset(self) -> None:
         self.peak = _rss_mib()
-        try:
+        with contextlib.suppress(OSError):
             Path("/proc/self/clear_refs").write_text("5")
-        except OSError:
-            pass
 
 
 def main() -> None:
@@ -70,6 +70,7 @@ def main() -> None:
     from provgraph.lineage.gate import refresh_derived
     from provgraph.lineage.hubs import record_hubs
     from provgraph.rules import load_rules, record_check, run_check
+    from provgraph.stats import materialize
     from provgraph.store import open_store
 
     store = open_store(args.store)
@@ -90,6 +91,8 @@ def main() -> None:
         elif phase == "record":
             assert report is not None, "record needs the rules phase first"
             record_check(store, report)
+        elif phase == "stats":  # the statistics alone, recomputed whether or not inputs changed
+            materialize.refresh(store, force=True)
         elif phase == "hubs":
             record_hubs(store)
         else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from examples_support import Bundle, generator, prepare
 
@@ -24,6 +25,8 @@ from provgraph.lineage.trace import trace
 from provgraph.rdf.terms import IRI
 from provgraph.rdf.vocab import PG_NS, PROV_NS
 from provgraph.rules import load_rules
+from provgraph.stats import scan
+from provgraph.store import open_store
 from provgraph.store.base import Store
 
 gen = generator("cxr_pilot")
@@ -161,3 +164,29 @@ def test_the_edge_scan_finds_what_a_property_path_finds(
     if twin == "clean":
         assert "upstreamUndescribed" in kinds
     bundle.close()
+
+
+def test_iris_sharing_a_first_key_stay_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two IRIs whose first 64-bit keys collide (forced here) are told apart by the second key:
+    each keeps its own node id and its own upstream."""
+    store = open_store(None)
+    used = f"{PROV_NS}used"
+    store.update(
+        f"INSERT DATA {{ GRAPH <urn:g> {{ <urn:h> <{used}> <urn:a/x> . <urn:a/x> <{used}> <urn:c> ."
+        f" <urn:h> <{used}> <urn:b/y> . <urn:b/y> <{used}> <urn:d> }} }}"
+    )
+    real = scan.keys_of
+
+    def colliding(strings: list[str]) -> scan.Keys:
+        k = real(strings)
+        same = np.fromiter((s.endswith(("/x", "/y")) for s in strings), dtype=bool, count=len(strings))
+        return scan.Keys(np.where(same, 7, k.a), k.b)
+
+    monkeypatch.setattr(scan, "keys_of", colliding)
+    edges = hubs.LineageEdges.read(store, [used], [])
+    ids = edges.ids(["urn:a/x", "urn:b/y", "urn:c", "urn:d", "urn:zz/x"])
+    assert len(set(ids[:4])) == 4 and ids[4] == -1
+    names = ["urn:a/x", "urn:b/y", "urn:c", "urn:d", "urn:h"]
+    reached = {n for n, i in zip(names, edges.ids(names), strict=True) if edges.upstream("urn:a/x")[i]}
+    assert reached == {"urn:a/x", "urn:c"}
+    assert edges.source_counts("urn:h") == {used: 2}
