@@ -6,7 +6,8 @@
 The phases are those of ``provgraph check`` (:func:`provgraph.lineage.gate.run_gate`):
 ``refresh`` (``refresh_derived``: statistics, call view, pixel view), ``rules``
 (``run_check``), ``record`` (``record_check``) and ``hubs`` (``record_hubs``); and ``stats``,
-the statistics recomputed even when their inputs did not change (``provgraph stats``). All run in this
+the statistics recomputed even when their inputs did not change (``provgraph stats``), and
+``callview`` / ``pixelview``, refresh's last two steps alone. All run in this
 one process, in that order; before each, the kernel's high-water mark is reset
 (``/proc/self/clear_refs``), and a thread samples the resident set every 50 ms as well, so each
 phase's peak is its own. ``hubs`` alone (no ``rules``) reuses the check the store recorded.
@@ -69,7 +70,7 @@ def main() -> None:
     import provgraph
     from provgraph.lineage.gate import refresh_derived
     from provgraph.lineage.hubs import record_hubs
-    from provgraph.rules import load_rules, record_check, run_check
+    from provgraph.rules import callview, load_rules, pixelview, record_check, run_check
     from provgraph.stats import materialize
     from provgraph.store import open_store
 
@@ -91,6 +92,8 @@ def main() -> None:
         elif phase == "record":
             assert report is not None, "record needs the rules phase first"
             record_check(store, report)
+        elif phase in ("callview", "pixelview"):  # refresh's last two steps, one at a time
+            (callview if phase == "callview" else pixelview).refresh(store)
         elif phase == "stats":  # the statistics alone, recomputed whether or not inputs changed
             materialize.refresh(store, force=True)
         elif phase == "hubs":

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 from examples_support import Bundle, generator, prepare
 
@@ -25,8 +24,6 @@ from provgraph.lineage.trace import trace
 from provgraph.rdf.terms import IRI
 from provgraph.rdf.vocab import PG_NS, PROV_NS
 from provgraph.rules import load_rules
-from provgraph.stats import scan
-from provgraph.store import open_store
 from provgraph.store.base import Store
 
 gen = generator("cxr_pilot")
@@ -139,12 +136,12 @@ def reference_summaries(store: Store) -> list[tuple[str, str, object]]:
 
 
 @pytest.mark.parametrize("twin", ["flawed", "clean"])
-def test_the_edge_scan_finds_what_a_property_path_finds(
+def test_the_summaries_are_what_a_property_path_finds(
     twin: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The summaries read from the scanned edges (hubs.LineageEdges) equal those of a plain
-    property-path query over the same store: violations upstream (flawed twin), undescribed
-    nodes upstream (a label row whose report file is deleted from the graph), source counts."""
+    """The hub summaries equal those of a plain property-path query over the same store:
+    violations upstream (flawed twin), undescribed nodes upstream (a label row whose report
+    file is deleted from the graph), source counts."""
     bundle = prepare(tmp_path / twin, twin, gen.generate)
     store = bundle.store
     monkeypatch.setattr(hubs, "HUB_THRESHOLD", 50)
@@ -166,27 +163,14 @@ def test_the_edge_scan_finds_what_a_property_path_finds(
     bundle.close()
 
 
-def test_iris_sharing_a_first_key_stay_apart(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two IRIs whose first 64-bit keys collide (forced here) are told apart by the second key:
-    each keeps its own node id and its own upstream."""
-    store = open_store(None)
-    used = f"{PROV_NS}used"
-    store.update(
-        f"INSERT DATA {{ GRAPH <urn:g> {{ <urn:h> <{used}> <urn:a/x> . <urn:a/x> <{used}> <urn:c> ."
-        f" <urn:h> <{used}> <urn:b/y> . <urn:b/y> <{used}> <urn:d> }} }}"
-    )
-    real = scan.keys_of
-
-    def colliding(strings: list[str]) -> scan.Keys:
-        k = real(strings)
-        same = np.fromiter((s.endswith(("/x", "/y")) for s in strings), dtype=bool, count=len(strings))
-        return scan.Keys(np.where(same, 7, k.a), k.b)
-
-    monkeypatch.setattr(scan, "keys_of", colliding)
-    edges = hubs.LineageEdges.read(store, [used], [])
-    ids = edges.ids(["urn:a/x", "urn:b/y", "urn:c", "urn:d", "urn:zz/x"])
-    assert len(set(ids[:4])) == 4 and ids[4] == -1
-    names = ["urn:a/x", "urn:b/y", "urn:c", "urn:d", "urn:h"]
-    reached = {n for n, i in zip(names, edges.ids(names), strict=True) if edges.upstream("urn:a/x")[i]}
-    assert reached == {"urn:a/x", "urn:c"}
-    assert edges.source_counts("urn:h") == {used: 2}
+def test_the_downstream_search_and_the_full_walk_agree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # budget 5 sends every focus with more than five nodes downstream to the full upstream walk
+    bundle = prepare(tmp_path / "flawed", "flawed", gen.generate)
+    monkeypatch.setattr(hubs, "HUB_THRESHOLD", 50)
+    searched = hub_summaries(bundle.store)
+    walked = hub_summaries(bundle.store, budget=5)
+    assert sorted(searched) == sorted(walked)
+    assert any(p.endswith("upstreamViolation") for _, p, _ in searched)
+    bundle.close()

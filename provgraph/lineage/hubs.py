@@ -12,19 +12,13 @@ of each such hub) into the ``check:lineage`` graph, so a trace need not walk a m
 
 from __future__ import annotations
 
-import itertools
 import json
 import uuid
 from typing import IO
 
-import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import breadth_first_order
-
 from provgraph.lineage.model import Node, Reason, Sampled, inverse_properties, lineage_properties, status_of
 from provgraph.rdf.terms import IRI, TripleWriter
 from provgraph.rdf.vocab import PG_NS
-from provgraph.stats import scan
 from provgraph.store import catalog
 from provgraph.store.base import Store
 
@@ -127,7 +121,9 @@ def hub_reasons(store: Store, nodes: dict[str, Node], sampled: list[Sampled]) ->
     return reasons
 
 
-def hub_summaries(store: Store, undescribed_limit: int = 20) -> list[tuple[str, str, object]]:
+def hub_summaries(
+    store: Store, undescribed_limit: int = 20, budget: int = 2_000
+) -> list[tuple[str, str, object]]:
     """For every hub too large to trace source by source: what lies upstream of it.
 
     Returns (hub, property, object) facts (objects are :class:`~provgraph.rdf.terms.IRI` nodes or
@@ -139,147 +135,135 @@ def hub_summaries(store: Store, undescribed_limit: int = 20) -> list[tuple[str, 
     violations (:func:`provgraph.rules.record_check`); a trace through the hub reads these
     instead of walking every source.
 
-    The lineage edges are read once (:class:`LineageEdges`: one triple-pattern scan per lineage
-    property) and walked from each hub in memory. Whether a node is described is asked of the
-    store only for the nodes upstream of a hub that no scanned edge has as a subject.
+    The search goes downstream from the few places that matter (violation foci, undescribed
+    nodes), not upstream from the hub through every call: a focus on one call reaches the hub
+    in a handful of steps. A focus whose downstream exceeds ``budget`` nodes (a condition, a
+    prompt, an import activity) is decided by walking everything upstream of the hub once.
     """
     classes = hub_classes(store)
     if not classes:
         return []
     props = lineage_properties(store)
+    inverse = inverse_properties(store)
     hubs = [
         r["h"].value  # type: ignore[union-attr]
         for r in store.select(
             f"SELECT DISTINCT ?h WHERE {{ ?h a ?c FILTER(?c IN ({', '.join(f'<{c}>' for c in classes)})) }}"
         )
     ]
-    big = sorted(big_hubs(store, hubs, classes, ", ".join(f"<{p}>" for p in props))) if hubs else []
+    big = big_hubs(store, hubs, classes, ", ".join(f"<{p}>" for p in props)) if hubs else set()
     if not big:
         return []
-    edges = LineageEdges.read(store, list(props), list(inverse_properties(store)))
-    ups = {hub: edges.upstream(hub) for hub in big}
-    loose = edges.undescribed(store, np.logical_or.reduce(list(ups.values())))
-    loose_ids = edges.ids(loose)
     foci = _violation_foci(store)
-    focus_ids = edges.ids([f for _, f in foci])
+    loose = _undescribed(store, props)
+    starts = sorted({f for _, f in foci} | set(loose))
+    reaches, over = _downstream_hubs(store, starts, big, props, inverse, budget)
+    walked = {hub: _upstream_walk(store, hub, props, inverse) for hub in sorted(big)} if over else {}
     facts: list[tuple[str, str, object]] = []
-    for hub in big:
-        up = ups[hub]
+    for hub in sorted(big):
+
+        def upstream(node: str, hub: str = hub) -> bool:
+            return node in walked[hub] if node in over else hub in reaches.get(node, ())
+
         facts.append((hub, PG_NS + "upstreamSummarised", True))
-        facts.append((hub, PG_NS + "sourceCounts", json.dumps(edges.source_counts(hub), sort_keys=True)))
-        facts += [
-            (hub, PG_NS + "upstreamViolation", IRI(v))
-            for (v, _), i in zip(foci, focus_ids, strict=True)
-            if up[i]
+        counts = {}
+        for prop in props:
+            (row,) = store.select(
+                f"SELECT (COUNT(*) AS ?k) WHERE {{ <{hub}> <{prop}> ?o FILTER(isIRI(?o)) }}"
+            )
+            if int(row["k"].value):  # type: ignore[union-attr]
+                counts[prop] = int(row["k"].value)  # type: ignore[union-attr]
+        facts.append((hub, PG_NS + "sourceCounts", json.dumps(counts, sort_keys=True)))
+        facts += [(hub, PG_NS + "upstreamViolation", IRI(v)) for v, focus in foci if upstream(focus)]
+        facts += [(hub, PG_NS + "upstreamUndescribed", IRI(n)) for n in sorted(filter(upstream, loose))][
+            :undescribed_limit
         ]
-        found = sorted(n for n, i in zip(loose, loose_ids, strict=True) if up[i])
-        facts += [(hub, PG_NS + "upstreamUndescribed", IRI(n)) for n in found[:undescribed_limit]]
     return facts
 
 
-class LineageEdges:
-    """Every lineage edge of the store as integer node ids, directed from a node to its sources.
+def _downstream_hubs(
+    store: Store,
+    starts: list[str],
+    hubs: set[str],
+    props: dict[str, str],
+    inverse: dict[str, str],
+    budget: int,
+) -> tuple[dict[str, set[str]], set[str]]:
+    """For each start: the hubs downstream of it; and the starts whose downstream is too large."""
+    prop_list = ", ".join(f"<{p}>" for p in props)
+    cache: dict[str, list[str]] = {}
 
-    Read with one triple-pattern scan per lineage property (each streams in constant memory;
-    :func:`provgraph.stats.scan.scan` keys every IRI by two 64-bit hashes), not with a query per
-    node: at 10^6 calls a cell grid has a million sources, and what lies upstream of them is
-    most of the graph. An edge ``?s p ?o`` runs from ``?s`` to ``?o``; for a
-    ``pg:lineageInverse`` property, from ``?o`` to ``?s`` (the object came from the subject).
-    """
-
-    def __init__(
-        self, props: list[str], n_forward: int, parts: list[tuple[np.ndarray, np.ndarray]], keys: scan.Keys
-    ):
-        self.props, self.n_forward, self.parts = props, n_forward, parts
-        self.a, self.b = keys.a, keys.b  # sorted first keys of the node ids, and their second keys
-        src = np.concatenate([s for s, _ in parts]) if parts else np.empty(0, np.int64)
-        dst = np.concatenate([d for _, d in parts]) if parts else np.empty(0, np.int64)
-        n = int(self.a.size)
-        self.graph = csr_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(n, n))
-
-    @classmethod
-    def read(cls, store: Store, props: list[str], inverse: list[str]) -> LineageEdges:
-        """Scan ``props`` (walked forwards) and ``inverse`` (walked backwards)."""
-        queries = [f"SELECT ?s ?o WHERE {{ ?s <{p}> ?o FILTER(isIRI(?o)) }}" for p in props]
-        queries += [f"SELECT ?s ?o WHERE {{ ?o <{q}> ?s FILTER(isIRI(?s)) }}" for q in inverse]
-        ends = [scan.scan(store, q) for q in queries]
-        sizes = [len(s) for s, _ in ends]
-        a = np.concatenate([x.a for s, o in ends for x in (s, o)] or [np.empty(0, np.int64)])  # type: ignore[union-attr]
-        b = np.concatenate([x.b for s, o in ends for x in (s, o)] or [np.empty(0, np.int64)])  # type: ignore[union-attr]
-        del ends
-        ua, first, ids = np.unique(a, return_index=True, return_inverse=True)
-        ub = b[first]
-        if not np.array_equal(ub[ids], b):  # two IRIs share a first key: about 3 in 10^6 at 10^7 IRIs
-            both, ids = np.unique(np.rec.fromarrays([a, b], names="a,b"), return_inverse=True)
-            ua, ub = both["a"], both["b"]
-        del a, b
-        ids = ids.astype(np.int32 if ua.size < 2**31 else np.int64)
-        parts, at = [], 0
-        for n in sizes:
-            parts.append((ids[at : at + n], ids[at + n : at + 2 * n]))
-            at += 2 * n
-        return cls(props + inverse, len(props), parts, scan.Keys(ua, ub))
-
-    def ids(self, iris: list[str]) -> np.ndarray:
-        """The node id of each IRI; -1 for an IRI no lineage edge touches."""
-        if not iris or not self.a.size:
-            return np.full(len(iris), -1, dtype=np.int64)
-        k = scan.keys_of(iris)
-        # ids are in (first key, second key) order: the first key, then the second among equals
-        lo = np.searchsorted(self.a, k.a, side="left")
-        hi = np.searchsorted(self.a, k.a, side="right")
-        pos = np.minimum(lo, self.a.size - 1)
-        for i in np.flatnonzero(hi - lo > 1):  # only after a first-key collision
-            pos[i] = lo[i] + np.searchsorted(self.b[lo[i] : hi[i]], k.b[i])
-        pos = np.minimum(pos, self.a.size - 1)
-        return np.where((self.a[pos] == k.a) & (self.b[pos] == k.b), pos, -1)
-
-    def upstream(self, iri: str) -> np.ndarray:
-        """``iri`` and every node it derives from, as a mask over node ids (one longer than
-        the ids: id -1, an IRI no edge touches, is never upstream)."""
-        mask = np.zeros(self.a.size + 1, dtype=bool)
-        (i,) = self.ids([iri])
-        if i >= 0:
-            mask[breadth_first_order(self.graph, int(i), directed=True, return_predecessors=False)] = True
-        return mask
-
-    def source_counts(self, iri: str) -> dict[str, int]:
-        """Per forward lineage property, how many edges run from ``iri`` (non-zero ones)."""
-        (i,) = self.ids([iri])
-        counts = {p: int(np.count_nonzero(s == i)) for p, (s, _) in zip(self.props, self.parts, strict=True)}
-        return {p: k for p, k in list(counts.items())[: self.n_forward] if k}
-
-    def undescribed(self, store: Store, within: np.ndarray) -> list[str]:
-        """The nodes of mask ``within`` that a forward edge points at and that have no triple of
-        their own (the store is asked only about those no scanned edge has as subject)."""
-        fwd, inv = self.parts[: self.n_forward], self.parts[self.n_forward :]
-        described = np.zeros(self.a.size + 1, dtype=bool)
-        for s, _ in fwd:
-            described[s] = True
-        for _, d in inv:  # the subject of the inverse edge's triple
-            described[d] = True
-        maybe = np.zeros(self.a.size + 1, dtype=bool)
-        for _, d in fwd:
-            maybe[d] = True
-        maybe &= within & ~described
-        if not maybe.any():
-            return []
-        # the candidates' IRIs: the scans kept only their keys
-        wanted: set[str] = set()
-        for p, (_, d) in zip(self.props, fwd, strict=False):
-            if maybe[d].any():
-                rows = store.stream(f"SELECT ?o WHERE {{ ?s <{p}> ?o FILTER(isIRI(?o)) }}")
-                while batch := [o for (o,) in itertools.islice(rows, scan.BATCH)]:
-                    wanted.update(o for o, i in zip(batch, self.ids(batch), strict=True) if maybe[i])  # type: ignore[misc]
-        out: list[str] = []
-        names = sorted(wanted)
-        for i in range(0, len(names), 1000):
-            values = " ".join(f"<{n}>" for n in names[i : i + 1000])
+    def children(n: str) -> list[str]:  # what derives from n (the lineage edges read backwards)
+        if n not in cache:
             rows = store.select(
-                f"SELECT ?n WHERE {{ VALUES ?n {{ {values} }} FILTER NOT EXISTS {{ ?n ?p ?o }} }}"
+                f"""SELECT ?s WHERE {{ ?s ?p <{n}> FILTER(isIRI(?s) && ?p IN ({prop_list})) }}
+                    LIMIT {budget + 1}"""
             )
-            out += [r["n"].value for r in rows]  # type: ignore[union-attr]
-        return out
+            kids = [r["s"].value for r in rows]  # type: ignore[union-attr]
+            for q in inverse:
+                rows = store.select(
+                    f"SELECT ?o WHERE {{ <{n}> <{q}> ?o FILTER(isIRI(?o)) }} LIMIT {budget + 1}"
+                )
+                kids += [r["o"].value for r in rows]  # type: ignore[union-attr]
+            cache[n] = kids
+        return cache[n]
+
+    reaches: dict[str, set[str]] = {}
+    over: set[str] = set()
+    for start in starts:
+        seen, frontier, hit = {start}, [start], set()
+        while frontier and start not in over:
+            nxt = []
+            for n in frontier:
+                if n in hubs:
+                    hit.add(n)
+                for c in children(n):
+                    if c not in seen:
+                        seen.add(c)
+                        nxt.append(c)
+                if len(seen) > budget:
+                    over.add(start)
+                    break
+            frontier = nxt
+        reaches[start] = hit
+    return reaches, over
+
+
+def _undescribed(store: Store, props: dict[str, str]) -> list[str]:
+    """Nodes a lineage edge points at that no import describes (no triple of their own)."""
+    union = " UNION ".join(f"{{ ?s <{p}> ?o }}" for p in props)  # each an index range, not a scan
+    rows = store.select(
+        f"SELECT DISTINCT ?o WHERE {{ {union} FILTER(isIRI(?o)) FILTER NOT EXISTS {{ ?o ?q ?r }} }}"
+    )
+    return [r["o"].value for r in rows]  # type: ignore[union-attr]
+
+
+def _upstream_walk(store: Store, hub: str, props: dict[str, str], inverse: dict[str, str]) -> set[str]:
+    """Every node upstream of ``hub`` (batched, one index scan per node)."""
+    prop_list = ", ".join(f"<{p}>" for p in props)
+    seen = {hub}
+    frontier = [hub]
+    while frontier:
+        nxt: list[str] = []
+        for i in range(0, len(frontier), 1000):
+            values = " ".join(f"<{n}>" for n in frontier[i : i + 1000])
+            # only ?o is returned: every term a row returns is one more dictionary read
+            found = store.select(
+                f"""SELECT DISTINCT ?o WHERE {{ VALUES ?s {{ {values} }} ?s ?p ?o .
+                      FILTER(isIRI(?o) && ?p IN ({prop_list})) }}"""
+            )
+            for p in inverse:  # one query per property, written out (see trace)
+                found += store.select(
+                    f"""SELECT DISTINCT ?o WHERE {{ VALUES ?s {{ {values} }}
+                          ?o <{p}> ?s . FILTER(isIRI(?o)) }}"""
+                )
+            for r in found:
+                o = r["o"].value  # type: ignore[union-attr]
+                if o not in seen:
+                    seen.add(o)
+                    nxt.append(o)
+        frontier = nxt
+    return seen
 
 
 def _violation_foci(store: Store) -> list[tuple[str, str]]:
@@ -299,4 +283,5 @@ def record_hubs(store: Store) -> None:
         for hub, prop, obj in facts:
             w.add(IRI(hub), IRI(prop), obj)
 
+    # streamed into the store as it is written (catalog.replace_from), no temporary file
     catalog.replace_from(store, "check:lineage", uuid.uuid4().hex, produce)
