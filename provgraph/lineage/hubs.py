@@ -13,8 +13,9 @@ of each such hub) into the ``check:lineage`` graph, so a trace need not walk a m
 from __future__ import annotations
 
 import json
+import tempfile
 import uuid
-from typing import IO
+from pathlib import Path
 
 from provgraph.lineage.model import Node, Reason, Sampled, inverse_properties, lineage_properties, status_of
 from provgraph.rdf.terms import IRI, TripleWriter
@@ -277,11 +278,10 @@ def record_hubs(store: Store) -> None:
     Run after :func:`provgraph.rules.record_check`: the summaries read the violations it recorded.
     """
     facts = hub_summaries(store)
-
-    def produce(fh: IO[str]) -> None:
-        w = TripleWriter(fh)
-        for hub, prop, obj in facts:
-            w.add(IRI(hub), IRI(prop), obj)
-
-    # streamed into the store as it is written (catalog.replace_from), no temporary file
-    catalog.replace_from(store, "check:lineage", uuid.uuid4().hex, produce)
+    with tempfile.TemporaryDirectory(prefix="provgraph-check-") as tmp:
+        nt = Path(tmp) / "hubs.nt"
+        with nt.open("w", encoding="utf-8") as fh:
+            w = TripleWriter(fh)
+            for hub, prop, obj in facts:
+                w.add(IRI(hub), IRI(prop), obj)
+        catalog.replace(store, "check:lineage", uuid.uuid4().hex, nt)

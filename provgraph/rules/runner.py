@@ -15,11 +15,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import IO, Literal, get_args
+from pathlib import Path
+from typing import Literal, get_args
 
 import pyoxigraph as ox
 
@@ -292,12 +294,12 @@ def record_check(store: Store, report: CheckReport) -> list[str]:
     for clause, results in report.by_clause().items():
         if all(r.outcome == "skipped" for r in results):
             continue
-
-        def produce(fh: IO[str], clause: str = clause, results: list[RuleResult] = results) -> None:
-            _write_clause(TripleWriter(fh), base, contract, clause, results, report.started, ended)
-
-        # streamed into the store as it is written, in bounded segments (catalog.replace_from)
-        catalog.replace_from(store, f"check:{clause}", uuid.uuid4().hex, produce)
+        with tempfile.TemporaryDirectory(prefix="provgraph-check-") as tmp:
+            nt = Path(tmp) / "check.nt"
+            with nt.open("w", encoding="utf-8") as fh:
+                w = TripleWriter(fh)
+                _write_clause(w, base, contract, clause, results, report.started, ended)
+            catalog.replace(store, f"check:{clause}", uuid.uuid4().hex, nt)
         written.append(clause)
     return written
 

@@ -17,9 +17,10 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import tempfile
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import IO
+from pathlib import Path
 
 from provgraph import __version__
 from provgraph.bundle.contract.load import apply_defaults
@@ -144,13 +145,11 @@ def refresh(store: Store, force: bool = False) -> Outcome:
         review_results.notes if review_results else []
     )
     outcome.notes += score_notes
-
-    # streamed into the store while it is written, in segments (catalog.replace_from): one bulk
-    # load of the whole graph was the refresh's peak (+170 MiB at 10^5 calls)
-    def produce(fh: IO[str]) -> None:
-        write_graph(TripleWriter(fh), base, grid, cell_results, review_results, stats, links, outcome)
-
-    catalog.replace_from(store, SLOT, fingerprint, produce)
+    with tempfile.TemporaryDirectory(prefix="provgraph-stats-") as tmp:
+        nt = Path(tmp) / "statistics.nt"
+        with nt.open("w", encoding="utf-8") as fh:
+            write_graph(TripleWriter(fh), base, grid, cell_results, review_results, stats, links, outcome)
+        catalog.replace(store, SLOT, fingerprint, nt)
     log.info("recomputed %d statistics from %d cells", outcome.statistics, outcome.cells)
     return outcome
 
