@@ -21,6 +21,12 @@ resident memory (``os.wait4``):
   report     the HTML report (``provgraph report``: runs and records the check, then the page)
   bulkload   baseline: a bare pyoxigraph bulk load of the same triples (each import graph's
              N-Triples into a fresh on-disk store), the ingest's throughput is compared to it
+  bootstrap  once per run, not per size: the cluster bootstrap of 10^4 resamples over 10^6
+             clusters, median of 3, beside the whole-row sort it replaced (same run)
+
+Sizes of 10^6 calls and more run ``--large-steps`` (default ingest, check, lineage: what issue
+21's targets name at that size). At the end, issue 21's targets are printed met or missed from
+this run's figures alone, and written to ``--out/targets.md``.
 
 The rdflib backend (``bench/rdflib_store.py``) runs the same steps in one child process (its
 store lives in memory), each step's peak memory taken by resetting the kernel's high-water mark;
@@ -48,6 +54,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 SECRET = "bench-secret-0123456789abcdef0123456789"
 STEPS = ("ingest", "reingest", "check", "stats", "lineage", "viz", "report")
+LARGE = 1_000_000
 
 
 # --- steps (run in a child process) -----------------------------------------------------------
@@ -203,6 +210,31 @@ def bulkload_main(args: argparse.Namespace) -> None:
     shutil.rmtree(target, ignore_errors=True)
 
 
+def bootstrap_main(args: argparse.Namespace) -> None:
+    """Baseline and target: the cluster bootstrap over 10^6 clusters (bench/stats_bench.py's [3])."""
+    import numpy as np
+    from stats_bench import _boot, _rows_unique_bootstrap, timed
+
+    rng = np.random.default_rng(2021)
+    sizes = rng.integers(1, 15, size=1_000_000)
+    successes = rng.binomial(sizes, 0.72)
+    load = os.getloadavg()
+    old_s, (low, high) = timed(lambda: _rows_unique_bootstrap(successes, sizes, 10_000, 7))
+    new_s, new = timed(lambda: _boot(successes, sizes, 10_000, "auto"))
+    same = low.tobytes() == new.low.tobytes() and high.tobytes() == new.high.tobytes()
+    print(
+        json.dumps(
+            {
+                "step": "bootstrap",
+                "seconds": new_s,
+                "baseline_seconds": old_s,
+                "identical": same,
+                "load": [*load, *os.getloadavg()],
+            }
+        )
+    )
+
+
 # --- the parent -------------------------------------------------------------------------------
 
 
@@ -325,7 +357,7 @@ def run_size(calls: int, args: argparse.Namespace, results: dict) -> None:
     store = out / f"store-{calls}"
     shutil.rmtree(store, ignore_errors=True)
     shutil.rmtree(root / ".provgraph", ignore_errors=True)  # no hash cache: a cold first ingest
-    for step in args.steps:
+    for step in args.large_steps if calls >= LARGE else args.steps:
         lines, wall, peak, status = spawn(
             ["step", step, "--bundle", str(root), "--store", str(store), "--info", info]
         )
@@ -464,6 +496,91 @@ def summarise(results: dict) -> None:
         print(f"growth {a['calls']} -> {b['calls']} (time ratio / size ratio, 1.0 = linear): {growth}")
 
 
+def _fig(results: dict, calls: int, step: str) -> dict:
+    return results["sizes"].get(str(calls), {}).get("oxigraph", {}).get(step, {})
+
+
+def _ingest_ratio(results: dict, calls: int) -> float | None:
+    ingest, bare = _fig(results, calls, "ingest"), _fig(results, calls, "bulkload")
+    if "triples" not in ingest or "triples" not in bare:
+        return None
+    return (ingest["triples"] / ingest["seconds"]) / (bare["triples"] / bare["seconds"])
+
+
+def _growth(results: dict, step: str, small: int, large: int) -> float | None:
+    a, b = _fig(results, small, step), _fig(results, large, step)
+    if "seconds" not in a or "seconds" not in b:
+        return None
+    return b["seconds"] / a["seconds"] / (large / small)
+
+
+def targets_table(results: dict) -> str:
+    """Issue 21's targets, each met or missed from this run's figures (n/m: not measured).
+
+    "Linear" is read as a growth of at most 1.25 (time ratio over size ratio, 10^4 -> 10^5)."""
+
+    def mark(ok: bool | None) -> str:
+        return "not measured" if ok is None else ("**met**" if ok else "**missed**")
+
+    rows = []
+    for calls in (100_000, 1_000_000):
+        r = _ingest_ratio(results, calls)
+        rows.append(
+            (
+                f"ingest >= 0.8x bare bulk load at {calls:,}",
+                "-" if r is None else f"{r:.2f}x",
+                mark(None if r is None else r >= 0.8),
+            )
+        )
+    c5, c6 = _fig(results, 100_000, "check"), _fig(results, 1_000_000, "check")
+    rows.append(
+        (
+            "check at 100,000 <= 60 s",
+            f"{c5['seconds']:.1f} s" if "seconds" in c5 else "-",
+            mark(c5["seconds"] <= 60 if "seconds" in c5 else None),
+        )
+    )
+    rows.append(
+        (
+            "check at 1,000,000 <= 600 s, peak <= 2 GiB",
+            f"{c6['seconds']:.0f} s, {c6['peak_mib'] / 1024:.2f} GiB" if "seconds" in c6 else "-",
+            mark(c6["seconds"] <= 600 and c6["peak_mib"] <= 2048 if "seconds" in c6 else None),
+        )
+    )
+    for step in ("report", "viz"):
+        f, g = _fig(results, 100_000, step), _growth(results, step, 10_000, 100_000)
+        shown = f"{f['seconds']:.1f} s" if "seconds" in f else "-"
+        shown += f", growth {g:.2f}" if g is not None else ""
+        rows.append(
+            (
+                f"{step} at 100,000 <= 30 s and linear",
+                shown,
+                mark(f["seconds"] <= 30 and (g is None or g <= 1.25) if "seconds" in f else None),
+            )
+        )
+    lin = _fig(results, 1_000_000, "lineage")
+    rows.append(
+        (
+            "lineage of one number at 1,000,000 <= 0.2 s",
+            f"{lin['seconds']:.3f} s" if "seconds" in lin else "-",
+            mark(lin["seconds"] <= 0.2 if "seconds" in lin else None),
+        )
+    )
+    boot = results.get("bootstrap", {})
+    rows.append(
+        (
+            "cluster bootstrap 10^4 x 10^6 <= 0.5 s",
+            f"{boot['seconds']:.3f} s (whole-row sort {boot['baseline_seconds']:.2f} s)"
+            if "seconds" in boot
+            else "-",
+            mark(boot["seconds"] <= 0.5 if "seconds" in boot else None),
+        )
+    )
+    out = [f"Issue 21 targets, run of {results['started']}", "", "| target | measured | |", "|---|---|---|"]
+    out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd")
@@ -476,12 +593,19 @@ def main() -> None:
     bulk = sub.add_parser("bulkload")
     bulk.add_argument("--bundle", required=True)
     bulk.add_argument("--store", required=True)
+    sub.add_parser("bootstrap")
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--rdflib-sizes", default="1000,10000")
     ap.add_argument("--rdflib-timeout", type=float, default=1800)
     ap.add_argument("--out", type=Path, default=HERE / "out" / "scale")
     ap.add_argument("--no-pixel", action="store_true", help="no DICOM, renderings or pixel clause")
     ap.add_argument("--keep", action="store_true", help="keep the stores")
+    ap.add_argument(
+        "--large-steps",
+        default="ingest,check,lineage",
+        help=f"steps at {LARGE:,} calls and more (default ingest,check,lineage)",
+    )
+    ap.add_argument("--no-bootstrap", action="store_true", help="leave out the bootstrap step")
     ap.add_argument(
         "--steps",
         default=",".join(STEPS),
@@ -492,10 +616,13 @@ def main() -> None:
         return child_main(args)
     if args.cmd == "bulkload":
         return bulkload_main(args)
+    if args.cmd == "bootstrap":
+        return bootstrap_main(args)
     args.out.mkdir(parents=True, exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     args.steps = [s for s in args.steps.split(",") if s]
-    if unknown := set(args.steps) - set(STEPS):
+    args.large_steps = [s for s in args.large_steps.split(",") if s]
+    if unknown := set(args.steps + args.large_steps) - set(STEPS):
         ap.error(f"unknown steps: {', '.join(sorted(unknown))}")
     args.rdflib_sizes = [int(s) for s in args.rdflib_sizes.split(",") if s]
     results = {
@@ -506,7 +633,15 @@ def main() -> None:
     print(json.dumps(results["machine"]), flush=True)
     for calls in sizes:
         run_size(calls, args, results)
+    if not args.no_bootstrap:
+        lines, wall, peak, status = spawn(["bootstrap"])
+        results["bootstrap"] = lines[-1] if lines else {"error": f"exit status {status}"}
+        results["bootstrap"].update(process_seconds=wall, peak_mib=peak)
+        save(args, results)
     summarise(results)
+    text = targets_table(results)
+    print("\n" + text)
+    (args.out / "targets.md").write_text(text + "\n")
 
 
 if __name__ == "__main__":

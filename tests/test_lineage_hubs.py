@@ -9,6 +9,7 @@ of the grid) and on the clean twin (none).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,13 @@ from examples_support import Bundle, generator, prepare
 from provgraph.lineage import hubs
 from provgraph.lineage.gate import run_gate
 from provgraph.lineage.hubs import HUB_SAMPLE, hub_summaries
-from provgraph.lineage.model import Lineage
+from provgraph.lineage.model import Lineage, inverse_properties, lineage_properties
 from provgraph.lineage.show import render_tree
 from provgraph.lineage.trace import trace
+from provgraph.rdf.terms import IRI
+from provgraph.rdf.vocab import PG_NS, PROV_NS
 from provgraph.rules import load_rules
+from provgraph.store.base import Store
 
 gen = generator("cxr_pilot")
 
@@ -93,6 +97,69 @@ def test_the_tree_says_how_many_sources_were_not_shown(
     shown = sum(len(x.shown) for x in lin.sampled)
     assert f"and {total - shown:,} more sources, sampled" in text
     assert lin.to_dict()["sampled"][0]["total"] >= 50
+    bundle.close()
+
+
+def reference_summaries(store: Store) -> list[tuple[str, str, object]]:
+    """What lies upstream of each large hub, by plain SPARQL: a property path over every lineage
+    property (inverse ones reversed), a NOT EXISTS for undescribed nodes, a COUNT per property."""
+    props = lineage_properties(store)
+    path = "|".join([f"<{p}>" for p in props] + [f"^<{q}>" for q in inverse_properties(store)])
+    facts: list[tuple[str, str, object]] = []
+    for (hub,) in store.stream(
+        f"SELECT DISTINCT ?h WHERE {{ ?c <{PG_NS}lineageHub> true . ?h a ?c }} ORDER BY ?h"
+    ):
+        counts = {}
+        for p in props:
+            (row,) = store.select(f"SELECT (COUNT(*) AS ?k) WHERE {{ <{hub}> <{p}> ?o FILTER(isIRI(?o)) }}")
+            if int(row["k"].value):
+                counts[p] = int(row["k"].value)
+        if sum(counts.values()) <= hubs.HUB_THRESHOLD:
+            continue
+        up = {x for (x,) in store.stream(f"SELECT DISTINCT ?x WHERE {{ <{hub}> ({path})* ?x }}")}
+        facts += [(hub, PG_NS + "upstreamSummarised", True)]
+        facts += [(hub, PG_NS + "sourceCounts", json.dumps(counts, sort_keys=True))]
+        for v, focus in store.stream(f"SELECT ?v ?f WHERE {{ ?v a <{PG_NS}Violation> ; <{PG_NS}focus> ?f }}"):
+            if focus in up:
+                facts.append((hub, PG_NS + "upstreamViolation", IRI(v)))
+        loose = sorted(
+            o
+            for p in props
+            for (o,) in store.stream(
+                f"SELECT DISTINCT ?o WHERE {{ ?s <{p}> ?o FILTER(isIRI(?o))"
+                " FILTER NOT EXISTS { ?o ?q ?r } }"
+            )
+            if o in up
+        )
+        facts += [(hub, PG_NS + "upstreamUndescribed", IRI(n)) for n in sorted(set(loose))[:20]]
+    return facts
+
+
+@pytest.mark.parametrize("twin", ["flawed", "clean"])
+def test_the_summaries_are_what_a_property_path_finds(
+    twin: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hub summaries equal those of a plain property-path query over the same store:
+    violations upstream (flawed twin), undescribed nodes upstream (a label row whose report
+    file is deleted from the graph), source counts."""
+    bundle = prepare(tmp_path / twin, twin, gen.generate)
+    store = bundle.store
+    monkeypatch.setattr(hubs, "HUB_THRESHOLD", 50)
+    run_gate(store, load_rules())
+    if twin == "clean":
+        # one labelled report's file loses its description: referenced, described by no import
+        (row, *_) = store.select(
+            f"""SELECT ?f WHERE {{ ?grid a <{PG_NS}CellGrid> ; <{PROV_NS}wasDerivedFrom> ?row .
+                  ?row <{PROV_NS}wasDerivedFrom> ?f . ?f <{PG_NS}path> ?p }} ORDER BY ?f LIMIT 1"""
+        )
+        store.update(f"DELETE WHERE {{ GRAPH ?g {{ <{row['f'].value}> ?p ?o }} }}")
+    expected = reference_summaries(store)
+    assert sorted(map(str, hub_summaries(store))) == sorted(map(str, expected))
+    kinds = {p.rsplit("#", 1)[-1] for _, p, _ in expected}
+    assert kinds >= {"upstreamSummarised", "sourceCounts"}
+    assert ("upstreamViolation" in kinds) == (twin == "flawed")
+    if twin == "clean":
+        assert "upstreamUndescribed" in kinds
     bundle.close()
 
 

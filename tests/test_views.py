@@ -300,3 +300,63 @@ def test_viz_with_a_store_but_no_bundle_writes_to_the_current_folder(
     r = cli("--store", str(root / ".provgraph" / "store"), "viz", cwd=elsewhere)
     assert r.code == 0, r.err
     assert (elsewhere / "graph.dot").is_file()
+
+
+def _drawn(view) -> tuple:
+    boxes = sorted(
+        (k, b.count, b.title, b.iri, b.state, tuple(b.facets), tuple(sorted(b.violations.items())))
+        for k, b in view.boxes.items()
+    )
+    arrows = sorted((a.tail, a.head, a.predicate, a.count) for a in view.arrows)
+    return boxes, arrows, sorted(view.notes)
+
+
+def _exact(store, monkeypatch):
+    """The same view on the exact path (per-node keys), which the fast path must reproduce."""
+    from provgraph.views import whole
+
+    with monkeypatch.context() as m:
+        m.setattr(whole, "has_state_overrides", lambda store, keys: True)
+        return whole_graph(store)
+
+
+def test_fast_counts_corrected_for_several_types_equal_the_exact_path(tmp_path: Path, monkeypatch) -> None:
+    """Every file but one also typed as a source file (the file group keeps one member, which
+    must be its sample), a record and a call typed twice (facets, arrows both ways): every
+    box, facet, mark and arrow as the exact path gives."""
+    store, _ = example_store("flawed", tmp_path)
+    before = _drawn(whole_graph(store))
+    files = sorted(
+        r["f"].value
+        for r in store.select(
+            f"SELECT DISTINCT ?f WHERE {{ ?f a <{PG}File> FILTER NOT EXISTS {{ ?f a <{PG}SourceFile> }} }}"
+        )
+    )
+    assert len(files) > 2
+    lines = [f"<{f}> a pg:SourceFile ." for f in files[1:]]
+    lines += [f"<{BASE}record/calls.jsonl/C002/1> a pg:PlannedCall .", f"<{BASE}call/C003> a pg:CallRecord ."]
+    extra = tmp_path / "extra.ttl"
+    extra.write_text(f"@prefix pg: <{PG}> .\n" + "\n".join(lines) + "\n")
+    load_turtle(store, extra)
+    fast, exact = whole_graph(store), _exact(store, monkeypatch)
+    assert _drawn(fast) == _drawn(exact)
+    assert _drawn(fast) != before
+    kept = by_class(fast, "File")
+    assert kept.count == 1 and kept.iri == files[0]
+
+
+def test_fast_counts_on_dicom_files_equal_the_exact_path(tmp_path: Path, monkeypatch) -> None:
+    """Real multi-typed nodes: DICOM files are pg:DicomFile and pg:File (the fixture pair of
+    tests/fixtures/rules/pixel-image-without-rendering, DICOM written with pydicom)."""
+    from conftest import ingest_bundle, rule_bundle
+
+    from provgraph.lineage.gate import run_gate
+    from provgraph.rules import load_rules
+    from provgraph.views.keys import NodeKeys, data_graphs
+    from provgraph.views.multityped import MultiTyped
+
+    store, _, _ = ingest_bundle(rule_bundle("pixel-image-without-rendering", "flawed", tmp_path / "b"))
+    run_gate(store, load_rules())
+    keys = NodeKeys(vocabulary(store), data_graphs(store), frozenset(), exact=False)
+    assert MultiTyped(store, keys)  # the case the correction is for
+    assert _drawn(whole_graph(store)) == _drawn(_exact(store, monkeypatch))

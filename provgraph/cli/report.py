@@ -22,6 +22,11 @@ from provgraph.errors import ExitCode, ProvgraphError
 @click.option("--no-graph", is_flag=True, help="Leave out the clauses' lineage pictures.")
 @click.option("--no-record", is_flag=True, help="Do not record the check the report runs in the store.")
 @click.option(
+    "--rerun",
+    is_flag=True,
+    help="Run the check again even when the one recorded in the store is current.",
+)
+@click.option(
     "--rules-dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Rule folder to use instead of the shipped rules (provgraph/data/rules/).",
@@ -48,6 +53,7 @@ def command(
     all_violations: bool,
     no_graph: bool,
     no_record: bool,
+    rerun: bool,
     rules_dir: Path | None,
     gate: bool,
     since: str | None,
@@ -56,8 +62,11 @@ def command(
     """Write the audit report: gate by clause, violations with remedies, accounting plots,
     reported vs recomputed statistics, claim statuses and reasons, a lineage picture per clause.
 
-    The report runs the contract's rules itself (and records the check, as `provgraph check`
-    does), so it always shows the graph as it is now. The file is self-contained HTML with
+    The report reads the check `provgraph check` recorded in the store when it is current:
+    computed from the imports the store holds now and from the same rules (same text). It says
+    "using the check recorded at ..."; otherwise, or with --rerun, it runs the contract's rules
+    itself (and records the check, as `provgraph check` does), so it always shows the graph as
+    it is now. The file is self-contained HTML with
     inline CSS, SVG and one small script (the filter): it opens offline and can be attached
     to a review.
 
@@ -65,13 +74,22 @@ def command(
     failing gate is read); with --gate, 1 when the gate fails, as `provgraph check`.
     """
     # lazy: only the command that runs loads its engine (start-up time)
-    from provgraph.lineage.gate import run_gate
+    from provgraph.lineage.gate import require_complete_ingest, run_gate
     from provgraph.report.html import ReportOptions, build_report
     from provgraph.rules import load_rules
     from provgraph.rules.formats import gate_line
+    from provgraph.rules.recorded import read_recorded
 
     store = app.open_store()
-    check = run_gate(store, load_rules(rules_dir), record=not no_record and rules_dir is None)
+    rules = load_rules(rules_dir)
+    check = None
+    if not rerun:
+        require_complete_ingest(store)  # a half-updated store fails closed, recorded check or not
+        recorded = read_recorded(store, rules)
+        check = recorded.report
+        err.print(recorded.reason if check is not None else f"running the check: {recorded.reason}")
+    if check is None:
+        check = run_gate(store, rules, record=not no_record and rules_dir is None)
     if output is None:
         try:
             output = app.bundle().state_dir / "report.html"

@@ -25,6 +25,7 @@ from provgraph.errors import StoreError
 from provgraph.ingest.run import describe_unfinished
 from provgraph.lineage.hubs import record_hubs
 from provgraph.rules import callview, caseview, pixelview
+from provgraph.rules.recorded import write_record
 from provgraph.rules.rule import Rule
 from provgraph.rules.runner import CheckReport, RuleResult, contract_state, record_check, run_check
 from provgraph.stats import materialize
@@ -75,9 +76,12 @@ def refresh_derived(store: Store) -> None:
 
 def record_check_and_hubs(store: Store, report: CheckReport) -> list[str]:
     """Record ``report`` (:func:`provgraph.rules.record_check`), then the hub summaries lineage
-    reads from it (:func:`provgraph.lineage.hubs.record_hubs`). Returns the clauses recorded."""
+    reads from it (:func:`provgraph.lineage.hubs.record_hubs`), then what it was computed from
+    (:func:`provgraph.rules.recorded.write_record`, last: it marks the record complete).
+    Returns the clauses recorded."""
     written = record_check(store, report)
     record_hubs(store)
+    write_record(store, report)
     return written
 
 

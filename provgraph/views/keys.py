@@ -9,6 +9,7 @@ same key in Python for small node sets; :class:`Key` reads one back.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import defaultdict
 from collections.abc import Iterable
@@ -64,7 +65,8 @@ class NodeKeys:
                 f"{v} a {c} . VALUES ({c} ?{var}_k) {{ {self.values()} }} "
                 f"BIND({key(f'?{var}_k')} AS ?{var}_key)"
             )
-            return f"{{ SELECT {v} ?{var}_key WHERE {{ {plain} }} }}" if join else plain
+            # DISTINCT: a type stated in two graphs would count the node's triples twice
+            return f"{{ SELECT DISTINCT {v} ?{var}_key WHERE {{ {plain} }} }}" if join else plain
         graphs = " ".join(f"<{g}>" for g in self.data_graphs)
         return f"""{{ SELECT {v} (CONCAT(MAX(?{var}_kx), COALESCE(SAMPLE(?{var}_st), "")) AS ?{var}_key)
             WHERE {{
@@ -74,9 +76,13 @@ class NodeKeys:
               BIND(IF(BOUND(?{var}_s0), CONCAT("{STATE}", STR(?{var}_s0)), "") AS ?{var}_st)
             }} GROUP BY {v} }}"""
 
+    @functools.cached_property
+    def _drawn(self) -> dict:
+        return {c.iri: c for c in self.vocab.drawn_classes()}
+
     def key_of(self, iri: str, types: Iterable[str], state: str | None) -> str | None:
         """The key :meth:`pattern` gives a node, computed in Python from its types and state."""
-        drawn = {c.iri: c for c in self.vocab.drawn_classes()}
+        drawn = self._drawn
         found = []
         for t in types:
             c = drawn.get(t)
@@ -147,10 +153,3 @@ def group_rows(store: Store, keys: NodeKeys) -> Rows:
         f"SELECT ?s_key (COUNT(DISTINCT ?s) AS ?n) (SAMPLE(?s) AS ?ex) "
         f"WHERE {{ {keys.pattern('s')} }} GROUP BY ?s_key"
     )
-
-
-def distinct_nodes(store: Store, keys: NodeKeys) -> int:
-    """How many nodes have at least one drawn class."""
-    classes = " ".join(f"<{c.iri}>" for c in keys.vocab.drawn_classes())
-    rows = store.select(f"SELECT (COUNT(DISTINCT ?s) AS ?n) WHERE {{ ?s a ?c . VALUES ?c {{ {classes} }} }}")
-    return int(rows[0]["n"].value)  # type: ignore[union-attr]

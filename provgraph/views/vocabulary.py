@@ -24,7 +24,7 @@ KINDS = {PROV_NS + "Entity": "entity", PROV_NS + "Activity": "activity", PROV_NS
 
 #: Classes that describe checks rather than the benchmark: drawn as marks on the nodes they
 #: concern, not as boxes.
-META_CLASSES = frozenset(PG_NS + c for c in ("Check", "Rule", "RuleResult", "Violation"))
+META_CLASSES = frozenset(PG_NS + c for c in ("Check", "CheckRecord", "Rule", "RuleResult", "Violation"))
 
 #: PROV-O relations between nodes (object properties). Edges are drawn for these, for every
 #: object property the vocabulary declares, and for sub-properties of either.

@@ -23,8 +23,9 @@ from provgraph.errors import UsageError
 from provgraph.rdf.sparql import plain_iri
 from provgraph.rdf.vocab import PG_NS
 from provgraph.store.base import Store
-from provgraph.views.keys import Key, NodeKeys, data_graphs, distinct_nodes, group_rows, has_state_overrides
+from provgraph.views.keys import Key, NodeKeys, data_graphs, group_rows, has_state_overrides
 from provgraph.views.model import Arrow, Box, Mark, View, recorded_violations
+from provgraph.views.multityped import Counts, MultiTyped
 from provgraph.views.nodes import node_names, value_blocks
 from provgraph.views.vocabulary import Vocabulary, counted, local_name, short_pred, vocabulary
 
@@ -57,30 +58,28 @@ def whole_graph(
             marks = []
     expanded = _expanded_classes(store, vocab, expand, max_nodes)
     keys = NodeKeys(vocab, data_graphs(store), frozenset(expanded), exact=False)
-    # The fast path counts each node under each of its drawn types; it is exact unless some
-    # node has several drawn types (the counts then add up to more than the nodes) or a state
-    # of its own, and the exact path (per-node keys) is taken instead.
+    # The fast path counts each node under each of its drawn types, then corrects the counts
+    # for the nodes with several drawn types (:mod:`provgraph.views.multityped`); nodes with
+    # a state of their own take the exact path (per-node keys, a GROUP BY over every node).
     keys.exact = has_state_overrides(store, keys)
-    rows = group_rows(store, keys)
-    if not keys.exact and sum(int(r["n"].value) for r in rows) != distinct_nodes(store, keys):  # type: ignore[union-attr]
-        keys.exact = True
-        rows = group_rows(store, keys)
+    multi = None if keys.exact else MultiTyped(store, keys)
+    groups = {r["s_key"].value: [int(r["n"].value), r["ex"].value] for r in group_rows(store, keys)}  # type: ignore[union-attr]
+    if multi:
+        multi.groups(store, groups)
     boxes: dict[str, Box] = {}
     singles: dict[str, str] = {}
-    for r in rows:
-        key = r["s_key"].value  # type: ignore[union-attr]
-        n = int(r["n"].value)  # type: ignore[union-attr]
+    for key, (n, ex) in groups.items():
         box = _box(vocab, key, n)
         boxes[key] = box
         if n == 1:
-            box.iri = r["ex"].value  # type: ignore[union-attr]
-            singles[box.iri] = key
+            box.iri = ex
+            singles[ex] = key
     for iri, name in node_names(store, list(singles)).items():
         box = boxes[singles[iri]]
         box.title = f"{vocab.classes[box.cls].label if box.cls in vocab.classes else ''}\n{name}".strip()
 
-    arrows = _arrows(store, vocab, keys, boxes)
-    _facets(store, keys, boxes)
+    arrows = _arrows(store, vocab, keys, boxes, multi)
+    _facets(store, keys, boxes, multi)
     _mark(store, vocab, keys, boxes, marks, notes)
     empty = [
         s.label for s in sorted(vocab.states.values(), key=lambda s: s.order) if not _has_state(boxes, s.iri)
@@ -133,26 +132,30 @@ def _box(vocab: Vocabulary, key: str, n: int) -> Box:
     return Box(key, k.cls, info.kind if info else None, state, title, n, group=n > 1)
 
 
-def _arrows(store: Store, vocab: Vocabulary, keys: NodeKeys, boxes: dict[str, Box]) -> list[Arrow]:
+def _arrows(
+    store: Store, vocab: Vocabulary, keys: NodeKeys, boxes: dict[str, Box], multi: MultiTyped | None
+) -> list[Arrow]:
     relations = " ".join(f"<{p}>" for p in vocab.relations)
-    rows = store.select(
+    counts: Counts = defaultdict(int)
+    for s_key, p, o_key, n in store.stream(
         f"""SELECT ?s_key ?p ?o_key (COUNT(*) AS ?n) WHERE {{
           VALUES ?p {{ {relations} }}
           ?s ?p ?o .
           {keys.pattern("s", join=True)}
           OPTIONAL {{ {keys.pattern("o", join=True)} }}
         }} GROUP BY ?s_key ?p ?o_key"""
-    )
+    ):
+        counts[(s_key, p, o_key)] += int(n)  # type: ignore[index,arg-type]
+    if multi:
+        multi.arrows(store, ", ".join(f"<{p}>" for p in vocab.relations), counts)
     arrows: list[Arrow] = []
     dangling: list[tuple[str, str]] = []
-    for r in rows:
-        s_key, p = r["s_key"].value, r["p"].value  # type: ignore[union-attr]
-        if r["o_key"] is None:
+    for (s_key, p, o_key), n in counts.items():
+        if o_key is None:
             dangling.append((s_key, p))
             continue
-        o_key = r["o_key"].value
         if s_key in boxes and o_key in boxes:
-            arrows.append(Arrow(s_key, o_key, p, short_pred(vocab, p), int(r["n"].value)))  # type: ignore[union-attr]
+            arrows.append(Arrow(s_key, o_key, p, short_pred(vocab, p), n))
     if dangling:
         arrows += _absent(store, vocab, keys, boxes, dangling)
     arrows.sort(key=lambda a: (a.tail, a.head, a.predicate))
@@ -208,16 +211,20 @@ def _absent(
     return arrows
 
 
-def _facets(store: Store, keys: NodeKeys, boxes: dict[str, Box]) -> None:
+def _facets(store: Store, keys: NodeKeys, boxes: dict[str, Box], multi: MultiTyped | None) -> None:
     facets = " ".join(f"<{p}>" for p in FACETS)
-    rows = store.select(
+    counts: Counts = defaultdict(int)
+    for s_key, p, v, n in store.stream(
         f"""SELECT ?s_key ?p ?v (COUNT(DISTINCT ?s) AS ?n) WHERE {{
           VALUES ?p {{ {facets} }} ?s ?p ?v . {keys.pattern("s", join=True)}
         }} GROUP BY ?s_key ?p ?v"""
-    )
+    ):
+        counts[(s_key, p, v)] += int(n)  # type: ignore[index,arg-type]
+    if multi:
+        multi.facets(store, ", ".join(f"<{p}>" for p in FACETS), counts)
     found: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
-    for r in rows:
-        found[(r["s_key"].value, r["p"].value)].append((int(r["n"].value), r["v"].value))  # type: ignore[union-attr]
+    for (s_key, p, v), n in counts.items():
+        found[(s_key, p)].append((n, v))  # type: ignore[arg-type]
     for (key, _p), values in sorted(found.items()):
         box = boxes.get(key)
         if box is None:
