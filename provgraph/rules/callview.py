@@ -30,6 +30,20 @@ between conditions). This module derives, for every call node (``call/<id>``, wh
 ``pg:callId``
     the call id its records give, for a call no plan names (a planned call has its own)
 
+Identity facts (the prompt and model clauses read these; :func:`gather_identity`):
+
+``pg:callCondition`` / ``pg:callCase``
+    the call's condition and case, as the call node or any node pointing at it states them
+``pg:promptEvidence``
+    one node per (capture point, executed prompt hash) recorded for the call, on a request or
+    a record: ``pg:capturedAt`` (``request``, ``constant``, ``config``, ``summary``,
+    ``unknown``), ``pg:executedPromptSha256`` and, when the text was seen,
+    ``pg:executedSystemSha256`` / ``pg:executedUserSha256``
+``pg:attemptModel`` (on each record, not the call)
+    the model the attempt asked for: a record's own requested model; for a batch result,
+    the request of its call that named the model it resolved to (a retry may have asked for
+    another), else every request of its call (an alias resolves to another name)
+
 The view is recomputed when any imported graph changed (its fingerprint is theirs), like the
 statistics; :func:`provgraph.lineage.gate.run_gate` refreshes it before the rules run.
 """
@@ -54,7 +68,7 @@ log = logging.getLogger(__name__)
 
 SLOT = "derived:call-evidence"
 #: bumped whenever the view changes shape
-VIEW_VERSION = "2"
+VIEW_VERSION = "3"
 #: Slots that are derived, not imported: no input of the view (nor of the statistics).
 DERIVED_PREFIXES = ("check:", "analysis:", "derived:")
 
@@ -181,7 +195,105 @@ def refresh(store: Store) -> bool:
     with tempfile.TemporaryDirectory(prefix="provgraph-callview-") as tmp:
         nt = Path(tmp) / "calls.nt"
         with nt.open("w", encoding="utf-8") as fh:
-            write_view(TripleWriter(fh), calls)
+            w = TripleWriter(fh)
+            write_view(w, calls)
+            write_identity(w, gather_identity(store))
         catalog.replace(store, SLOT, current, nt)
     log.info("call evidence view: %d calls", len(calls))
     return True
+
+
+# -- identity facts: condition and case, prompt evidence, the model each attempt asked for -------
+
+_CALL_FACTS = """SELECT DISTINCT ?call ?p ?v WHERE {
+  VALUES ?p { pg:condition pg:case }
+  ?n pg:forCall ?call .
+  { ?n ?p ?v } UNION { ?call ?p ?v } }"""
+_PROMPTS = """SELECT ?call ?capture ?h ?sys ?user WHERE {
+  ?n pg:forCall ?call ; pg:promptCapture ?capture ; pg:promptSha256 ?h .
+  OPTIONAL { ?n pg:systemPromptSha256 ?sys }
+  OPTIONAL { ?n pg:userPromptSha256 ?user } }"""
+_RECORD_MODELS = """SELECT ?rec ?call ?p ?v WHERE {
+  VALUES ?p { pg:requestedModel pg:resolvedModel }
+  ?rec a pg:CallRecord ; pg:forCall ?call ; ?p ?v }"""
+_RECORD_CALLS = "SELECT ?rec ?call WHERE { ?rec a pg:CallRecord ; pg:forCall ?call }"
+_REQUEST_MODELS = "SELECT ?call ?v WHERE { ?q a pg:BatchRequest ; pg:forCall ?call ; pg:requestedModel ?v }"
+
+
+def _nested() -> dict[str, dict[str, set[str]]]:
+    return defaultdict(lambda: defaultdict(set))
+
+
+class PromptSeen(NamedTuple):
+    """One executed prompt recorded for a call: where it was captured and its hashes."""
+
+    capture: str
+    sha256: str
+    system: str
+    user: str
+
+
+@dataclass
+class CallIdentity:
+    """The identity facts of every call and record, gathered with one scan per kind."""
+
+    facts: dict[str, dict[str, set[str]]] = field(default_factory=lambda: _nested())
+    prompts: dict[str, set[PromptSeen]] = field(default_factory=lambda: defaultdict(set))
+    record_call: dict[str, str] = field(default_factory=dict)
+    own: dict[str, dict[str, set[str]]] = field(default_factory=lambda: _nested())
+    requested: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    def attempt_models(self, record: str) -> set[str]:
+        """The model(s) the attempt ``record`` asked for (see the module docstring)."""
+        own = self.own.get(record, {})
+        if own.get("requestedModel"):
+            return own["requestedModel"]
+        asked = self.requested.get(self.record_call[record], set())
+        named = asked & own.get("resolvedModel", set())
+        return named or asked
+
+
+def _value(row: object, name: str) -> str:
+    term = row[name]  # type: ignore[index]
+    return term.value if term is not None else ""
+
+
+def gather_identity(store: Store) -> CallIdentity:
+    """Condition, case, prompts and requested models, keyed by call (records by record)."""
+    ident = CallIdentity()
+    for r in store.select(_P + _CALL_FACTS):
+        prop = _value(r, "p").rsplit("#", 1)[-1]
+        ident.facts[_value(r, "call")][prop].add(_value(r, "v"))
+    for r in store.select(_P + _PROMPTS):
+        seen = PromptSeen(_value(r, "capture"), _value(r, "h"), _value(r, "sys"), _value(r, "user"))
+        ident.prompts[_value(r, "call")].add(seen)
+    for r in store.select(_P + _RECORD_CALLS):
+        ident.record_call[_value(r, "rec")] = _value(r, "call")
+    for r in store.select(_P + _RECORD_MODELS):
+        ident.own[_value(r, "rec")][_value(r, "p").rsplit("#", 1)[-1]].add(_value(r, "v"))
+    for r in store.select(_P + _REQUEST_MODELS):
+        ident.requested[_value(r, "call")].add(_value(r, "v"))
+    return ident
+
+
+def write_identity(w: TripleWriter, ident: CallIdentity) -> None:
+    add = w.add
+    for iri, facts in sorted(ident.facts.items()):
+        call = IRI(iri)
+        for value in sorted(facts.get("condition", ())):
+            add(call, PG.callCondition, IRI(value))
+        for value in sorted(facts.get("case", ())):
+            add(call, PG.callCase, IRI(value))
+    for iri, seen in sorted(ident.prompts.items()):
+        call = IRI(iri)
+        for p in sorted(seen):
+            # one node per (call, capture, prompt): the hash says which prompt, so it is unique
+            node = IRI(f"{iri}#prompt-{hashlib.sha256(f'{p.capture} {p.sha256}'.encode()).hexdigest()[:16]}")
+            add(call, PG.promptEvidence, node)
+            add(node, PG.capturedAt, p.capture)
+            add(node, PG.executedPromptSha256, p.sha256)
+            add(node, PG.executedSystemSha256, p.system or None)
+            add(node, PG.executedUserSha256, p.user or None)
+    for record in sorted(ident.record_call):
+        for model in sorted(ident.attempt_models(record)):
+            add(IRI(record), PG.attemptModel, model)
