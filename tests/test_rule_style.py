@@ -30,10 +30,6 @@ PENDING: set[str] = {
     "cohort-split-not-recorded",
     "cohort-view-not-allowed",
     "cohort-view-undocumented",
-    "model-alias-unresolved",
-    "model-family-mismatch",
-    "model-several-snapshots",
-    "model-undeclared",
     "output-call-not-successful",
     "output-decoding-mismatch",
     "output-differs-from-record",
@@ -46,11 +42,6 @@ PENDING: set[str] = {
     "pixel-image-not-recorded",
     "pixel-image-without-rendering",
     "pixel-rendered-hash-mismatch",
-    "prompt-differs-from-declared",
-    "prompt-identical-across-conditions",
-    "prompt-not-captured-at-request",
-    "prompt-recorded-identical",
-    "release-manifest-mismatch",
 }
 
 _RULES = {r.id: r for r in load_rules()}
