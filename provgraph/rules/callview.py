@@ -30,7 +30,7 @@ between conditions). This module derives, for every call node (``call/<id>``, wh
 ``pg:callId``
     the call id its records give, for a call no plan names (a planned call has its own)
 
-Identity facts (the prompt and model clauses read these; :func:`gather_identity`):
+Identity facts (the prompt and model clauses read these; :func:`write_identity`):
 
 ``pg:callCondition`` / ``pg:callCase``
     the call's condition and case, as the call node or any node pointing at it states them
@@ -197,60 +197,31 @@ def refresh(store: Store) -> bool:
         with nt.open("w", encoding="utf-8") as fh:
             w = TripleWriter(fh)
             write_view(w, calls)
-            write_identity(w, gather_identity(store))
+            write_identity(w, store)
         catalog.replace(store, SLOT, current, nt)
     log.info("call evidence view: %d calls", len(calls))
     return True
 
 
 # -- identity facts: condition and case, prompt evidence, the model each attempt asked for -------
+# Written row by row as each scan answers (memory bounded by one answer, not by every call):
+# only batch results, whose requested model lives on another node, are joined in Python.
 
 _CALL_FACTS = """SELECT DISTINCT ?call ?p ?v WHERE {
   VALUES ?p { pg:condition pg:case }
   ?n pg:forCall ?call .
   { ?n ?p ?v } UNION { ?call ?p ?v } }"""
-_PROMPTS = """SELECT ?call ?capture ?h ?sys ?user WHERE {
+_PROMPTS = """SELECT DISTINCT ?call ?capture ?h ?sys ?user WHERE {
   ?n pg:forCall ?call ; pg:promptCapture ?capture ; pg:promptSha256 ?h .
   OPTIONAL { ?n pg:systemPromptSha256 ?sys }
   OPTIONAL { ?n pg:userPromptSha256 ?user } }"""
-_RECORD_MODELS = """SELECT ?rec ?call ?p ?v WHERE {
-  VALUES ?p { pg:requestedModel pg:resolvedModel }
-  ?rec a pg:CallRecord ; pg:forCall ?call ; ?p ?v }"""
-_RECORD_CALLS = "SELECT ?rec ?call WHERE { ?rec a pg:CallRecord ; pg:forCall ?call }"
+_OWN_MODELS = "SELECT ?rec ?v WHERE { ?rec a pg:CallRecord ; pg:requestedModel ?v }"
+# records that state no requested model (batch results): their call and what answered them
+_OTHER_RECORDS = """SELECT ?rec ?call ?res WHERE {
+  ?rec a pg:CallRecord ; pg:forCall ?call .
+  FILTER NOT EXISTS { ?rec pg:requestedModel ?own }
+  OPTIONAL { ?rec pg:resolvedModel ?res } }"""
 _REQUEST_MODELS = "SELECT ?call ?v WHERE { ?q a pg:BatchRequest ; pg:forCall ?call ; pg:requestedModel ?v }"
-
-
-def _nested() -> dict[str, dict[str, set[str]]]:
-    return defaultdict(lambda: defaultdict(set))
-
-
-class PromptSeen(NamedTuple):
-    """One executed prompt recorded for a call: where it was captured and its hashes."""
-
-    capture: str
-    sha256: str
-    system: str
-    user: str
-
-
-@dataclass
-class CallIdentity:
-    """The identity facts of every call and record, gathered with one scan per kind."""
-
-    facts: dict[str, dict[str, set[str]]] = field(default_factory=lambda: _nested())
-    prompts: dict[str, set[PromptSeen]] = field(default_factory=lambda: defaultdict(set))
-    record_call: dict[str, str] = field(default_factory=dict)
-    own: dict[str, dict[str, set[str]]] = field(default_factory=lambda: _nested())
-    requested: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-
-    def attempt_models(self, record: str) -> set[str]:
-        """The model(s) the attempt ``record`` asked for (see the module docstring)."""
-        own = self.own.get(record, {})
-        if own.get("requestedModel"):
-            return own["requestedModel"]
-        asked = self.requested.get(self.record_call[record], set())
-        named = asked & own.get("resolvedModel", set())
-        return named or asked
 
 
 def _value(row: object, name: str) -> str:
@@ -258,42 +229,39 @@ def _value(row: object, name: str) -> str:
     return term.value if term is not None else ""
 
 
-def gather_identity(store: Store) -> CallIdentity:
-    """Condition, case, prompts and requested models, keyed by call (records by record)."""
-    ident = CallIdentity()
-    for r in store.select(_P + _CALL_FACTS):
-        prop = _value(r, "p").rsplit("#", 1)[-1]
-        ident.facts[_value(r, "call")][prop].add(_value(r, "v"))
-    for r in store.select(_P + _PROMPTS):
-        seen = PromptSeen(_value(r, "capture"), _value(r, "h"), _value(r, "sys"), _value(r, "user"))
-        ident.prompts[_value(r, "call")].add(seen)
-    for r in store.select(_P + _RECORD_CALLS):
-        ident.record_call[_value(r, "rec")] = _value(r, "call")
-    for r in store.select(_P + _RECORD_MODELS):
-        ident.own[_value(r, "rec")][_value(r, "p").rsplit("#", 1)[-1]].add(_value(r, "v"))
-    for r in store.select(_P + _REQUEST_MODELS):
-        ident.requested[_value(r, "call")].add(_value(r, "v"))
-    return ident
+def attempt_models(resolved: set[str], asked: set[str]) -> set[str]:
+    """The model(s) an attempt with no requested model of its own asked for: the request of its
+    call that named the model it resolved to (a retry may have asked for another), else every
+    request of its call (an alias resolves to another name)."""
+    return (asked & resolved) or asked
 
 
-def write_identity(w: TripleWriter, ident: CallIdentity) -> None:
+def write_identity(w: TripleWriter, store: Store) -> None:
+    """Condition, case, prompt evidence and attempt models (see the module docstring)."""
     add = w.add
-    for iri, facts in sorted(ident.facts.items()):
-        call = IRI(iri)
-        for value in sorted(facts.get("condition", ())):
-            add(call, PG.callCondition, IRI(value))
-        for value in sorted(facts.get("case", ())):
-            add(call, PG.callCase, IRI(value))
-    for iri, seen in sorted(ident.prompts.items()):
-        call = IRI(iri)
-        for p in sorted(seen):
-            # one node per (call, capture, prompt): the hash says which prompt, so it is unique
-            node = IRI(f"{iri}#prompt-{hashlib.sha256(f'{p.capture} {p.sha256}'.encode()).hexdigest()[:16]}")
-            add(call, PG.promptEvidence, node)
-            add(node, PG.capturedAt, p.capture)
-            add(node, PG.executedPromptSha256, p.sha256)
-            add(node, PG.executedSystemSha256, p.system or None)
-            add(node, PG.executedUserSha256, p.user or None)
-    for record in sorted(ident.record_call):
-        for model in sorted(ident.attempt_models(record)):
-            add(IRI(record), PG.attemptModel, model)
+    for r in store.select(_P + _CALL_FACTS):
+        prop = PG.callCondition if _value(r, "p").endswith("#condition") else PG.callCase
+        add(IRI(_value(r, "call")), prop, IRI(_value(r, "v")))
+    for r in store.select(_P + _PROMPTS):
+        call, capture, sha = _value(r, "call"), _value(r, "capture"), _value(r, "h")
+        # one node per (call, capture, prompt): the hash says which prompt, so it is unique
+        node = IRI(f"{call}#prompt-{hashlib.sha256(f'{capture} {sha}'.encode()).hexdigest()[:16]}")
+        add(IRI(call), PG.promptEvidence, node)
+        add(node, PG.capturedAt, capture)
+        add(node, PG.executedPromptSha256, sha)
+        add(node, PG.executedSystemSha256, _value(r, "sys") or None)
+        add(node, PG.executedUserSha256, _value(r, "user") or None)
+    for r in store.select(_P + _OWN_MODELS):
+        add(IRI(_value(r, "rec")), PG.attemptModel, _value(r, "v"))
+    asked: dict[str, set[str]] = defaultdict(set)
+    for r in store.select(_P + _REQUEST_MODELS):
+        asked[_value(r, "call")].add(_value(r, "v"))
+    others: dict[str, tuple[str, set[str]]] = {}
+    for r in store.select(_P + _OTHER_RECORDS):
+        rec = _value(r, "rec")
+        call, resolved = others.setdefault(rec, (_value(r, "call"), set()))
+        if r["res"] is not None:  # type: ignore[index]
+            resolved.add(_value(r, "res"))
+    for rec, (call, resolved) in sorted(others.items()):
+        for model in sorted(attempt_models(resolved, asked.get(call, set()))):
+            add(IRI(rec), PG.attemptModel, model)
