@@ -68,10 +68,10 @@ def child(location: str, rules: list[str]) -> dict:
     return out
 
 
-def rounds(location: str, old: Path, new: Path, rules: list[str], n: int) -> list[dict]:
+def rounds(location: str, old: Path, new: Path, rules: list[str], n: int, first: str = "old") -> list[dict]:
     figures = []
     for i in range(n):
-        for name, tree in (("old", old), ("new", new)):
+        for name, tree in (("old", old), ("new", new)) if first == "old" else (("new", new), ("old", old)):
             env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
             argv = [sys.executable, str(Path(__file__).resolve()), "child", location, ",".join(rules)]
             t0 = time.perf_counter()
@@ -96,6 +96,7 @@ def main() -> None:
         p.add_argument("--old", type=Path, required=True)
         p.add_argument("--new", type=Path, required=True)
         p.add_argument("--rounds", type=int, default=2)
+        p.add_argument("--first", choices=("old", "new"), default="old")
         if mode == "oxigraph":
             p.add_argument("--store", type=Path, required=True)
         else:
@@ -105,7 +106,7 @@ def main() -> None:
     if args.mode == "child":
         print(json.dumps(child(args.location, args.rules.split(","))))
     elif args.mode == "oxigraph":
-        rounds(str(args.store), args.old, args.new, RULES, args.rounds)
+        rounds(str(args.store), args.old, args.new, RULES, args.rounds, args.first)
     else:
         sys.path[:0] = [str(HERE.parent / "tests")]
         from virtuoso_server import VirtuosoServer  # (a test helper: tests/ is put on the path here)
@@ -121,7 +122,7 @@ def main() -> None:
                 t0 = time.perf_counter()
                 ingest_paths(open_store(srv.url), bundle, [bundle.root])
                 print(json.dumps({"ingest_seconds": time.perf_counter() - t0}), flush=True)
-                rounds(srv.url + "#timeout=3600", args.old, args.new, MODEL_RULES, args.rounds)
+                rounds(srv.url + "#timeout=3600", args.old, args.new, MODEL_RULES, args.rounds, args.first)
             finally:
                 srv.stop()
 

@@ -207,10 +207,10 @@ def refresh(store: Store) -> bool:
 # Written row by row as each scan answers (memory bounded by one answer, not by every call):
 # only batch results, whose requested model lives on another node, are joined in Python.
 
-_CALL_FACTS = """SELECT DISTINCT ?call ?p ?v WHERE {
-  VALUES ?p { pg:condition pg:case }
-  ?n pg:forCall ?call .
-  { ?n ?p ?v } UNION { ?call ?p ?v } }"""
+# (one query per property, each a whole join: a UNION under a shared pattern, or a predicate
+# variable, made Oxigraph scan every triple at 10^5 calls)
+_CALL_FACTS = """SELECT DISTINCT ?call ?v WHERE {
+  { ?n pg:forCall ?call ; pg:PROP ?v } UNION { ?n pg:forCall ?call . ?call pg:PROP ?v } }"""
 _PROMPTS = """SELECT DISTINCT ?call ?capture ?h ?sys ?user WHERE {
   ?n pg:forCall ?call ; pg:promptCapture ?capture ; pg:promptSha256 ?h .
   OPTIONAL { ?n pg:systemPromptSha256 ?sys }
@@ -239,9 +239,9 @@ def attempt_models(resolved: set[str], asked: set[str]) -> set[str]:
 def write_identity(w: TripleWriter, store: Store) -> None:
     """Condition, case, prompt evidence and attempt models (see the module docstring)."""
     add = w.add
-    for r in store.select(_P + _CALL_FACTS):
-        prop = PG.callCondition if _value(r, "p").endswith("#condition") else PG.callCase
-        add(IRI(_value(r, "call")), prop, IRI(_value(r, "v")))
+    for prop, fact in (("condition", PG.callCondition), ("case", PG.callCase)):
+        for r in store.select(_P + _CALL_FACTS.replace("PROP", prop)):
+            add(IRI(_value(r, "call")), fact, IRI(_value(r, "v")))
     for r in store.select(_P + _PROMPTS):
         call, capture, sha = _value(r, "call"), _value(r, "capture"), _value(r, "h")
         # one node per (call, capture, prompt): the hash says which prompt, so it is unique
