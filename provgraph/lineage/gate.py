@@ -5,7 +5,8 @@ order (:func:`run_gate` does all three):
 
 1. :func:`refresh_derived`: the statistics the analysis clause checks are recomputed (or a
    stale statistics graph is dropped), and the per-call evidence view
-   (:mod:`provgraph.rules.callview`) is brought up to date, then the per-case evidence view
+   (:mod:`provgraph.rules.callview`) and the file class closure (:mod:`provgraph.rules.fileview`)
+   are brought up to date, then the per-case evidence view
    (:mod:`provgraph.rules.caseview`) and the pixel verdicts
    (:mod:`provgraph.rules.pixelview`) that read it, so the rules read current derived evidence;
 2. :func:`provgraph.rules.run_check`: the rules, all against one state of the store;
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from provgraph.errors import StoreError
 from provgraph.ingest.run import describe_unfinished
 from provgraph.lineage.hubs import record_hubs
-from provgraph.rules import callview, caseview, pixelview
+from provgraph.rules import callview, caseview, fileview, pixelview
 from provgraph.rules.recorded import write_record
 from provgraph.rules.rule import Rule
 from provgraph.rules.runner import CheckReport, RuleResult, contract_state, record_check, run_check
@@ -58,11 +59,11 @@ def require_complete_ingest(store: Store) -> None:
 def refresh_derived(store: Store) -> None:
     """Bring the derived evidence up to date before the rules read it.
 
-        The statistics are recomputed when the contract declares the analysis clause (unchanged
-        inputs cost one fingerprint comparison); otherwise a statistics graph whose inputs changed
-        is dropped. The per-call evidence view and the pixel verdicts are recomputed when any import
-    changed. Raises
-        :class:`~provgraph.errors.UsageError` when the store holds no contract.
+    The statistics are recomputed when the contract declares the analysis clause (unchanged
+    inputs cost one fingerprint comparison); otherwise a statistics graph whose inputs changed
+    is dropped. The derived views (per call, file classes, per case, pixel verdicts) are
+    recomputed when any import changed. Raises :class:`~provgraph.errors.UsageError` when the
+    store holds no contract.
     """
     _, _, in_force = contract_state(store)
     if "analysis" in in_force:
@@ -70,6 +71,7 @@ def refresh_derived(store: Store) -> None:
     else:
         materialize.drop_if_stale(store)
     callview.refresh(store)
+    fileview.refresh(store)
     caseview.refresh(store)  # reads the call evidence view: after it
     pixelview.refresh(store)  # reads the call evidence view: after it
 
