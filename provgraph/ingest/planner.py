@@ -91,11 +91,13 @@ def unmatched_declarations(bundle: Bundle) -> list[Problem]:
     return problems
 
 
-def _detect(path: Path, bundle: Bundle, minimum: int = FALLBACK) -> list[Importer]:
+def _detect(
+    path: Path, bundle: Bundle, minimum: int = FALLBACK, importers: list[Importer] | None = None
+) -> list[Importer]:
     scores: list[tuple[int, Importer]] = []
     is_dir = path.is_dir()
     suffix = path.suffix.lower()
-    for importer in registry.all_importers():
+    for importer in importers if importers is not None else registry.all_importers():
         if type(importer).accepts is Importer.accepts:  # the usual case: one stat, not one per importer
             if importer.handles != "any" and (importer.handles == "directory") != is_dir:
                 continue
@@ -135,6 +137,7 @@ def _plan(
 ) -> tuple[list[tuple[Path, Importer]], list[Problem]]:
     problems: list[Problem] = []
     fallback = registry.get("files")
+    importers = registry.all_importers()  # once per plan, not once per path
     overrides = overrides or {}
     start = (start or bundle.root).resolve()
 
@@ -144,7 +147,7 @@ def _plan(
             override = overrides.get(rel) or declared_importer(path, bundle, rel)
             if override:
                 return choose_importer(path, bundle, override)
-            best = _detect(path, bundle, minimum=FALLBACK + 1)
+            best = _detect(path, bundle, minimum=FALLBACK + 1, importers=importers)
         except ImporterError as err:
             problems.append(Problem(rel, None, str(err).split(": ", 1)[-1]))
             return None
