@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -92,10 +93,14 @@ def unmatched_declarations(bundle: Bundle) -> list[Problem]:
 
 
 def _detect(
-    path: Path, bundle: Bundle, minimum: int = FALLBACK, importers: list[Importer] | None = None
+    path: Path,
+    bundle: Bundle,
+    minimum: int = FALLBACK,
+    importers: list[Importer] | None = None,
+    is_dir: bool | None = None,
 ) -> list[Importer]:
     scores: list[tuple[int, Importer]] = []
-    is_dir = path.is_dir()
+    is_dir = path.is_dir() if is_dir is None else is_dir
     suffix = path.suffix.lower()
     for importer in importers if importers is not None else registry.all_importers():
         if type(importer).accepts is Importer.accepts:  # the usual case: one stat, not one per importer
@@ -136,18 +141,17 @@ def _plan(
     bundle: Bundle, start: Path | None, overrides: dict[str, str] | None
 ) -> tuple[list[tuple[Path, Importer]], list[Problem]]:
     problems: list[Problem] = []
-    fallback = registry.get("files")
-    importers = registry.all_importers()  # once per plan, not once per path
+    fallback, importers = registry.get("files"), registry.all_importers()  # once, not per path
     overrides = overrides or {}
     start = (start or bundle.root).resolve()
 
-    def claim(path: Path) -> Importer | None:
+    def claim(path: Path, is_dir: bool | None = None) -> Importer | None:
         rel = bundle.relpath(path)
         try:
             override = overrides.get(rel) or declared_importer(path, bundle, rel)
             if override:
                 return choose_importer(path, bundle, override)
-            best = _detect(path, bundle, minimum=FALLBACK + 1, importers=importers)
+            best = _detect(path, bundle, minimum=FALLBACK + 1, importers=importers, is_dir=is_dir)
         except ImporterError as err:
             problems.append(Problem(rel, None, str(err).split(": ", 1)[-1]))
             return None
@@ -167,16 +171,18 @@ def _plan(
         claims: list[tuple[Path, Importer]] = []
         leftovers: list[Path] = []
         flagged = False
-        for child in sorted(folder.iterdir()):
+        # directory entries know their type: no stat per file of a large folder
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            child, is_dir = Path(entry.path), entry.is_dir()
             if bundle.excluded(bundle.relpath(child)) or (
-                child.is_symlink() and not child.resolve().is_relative_to(bundle.root)
+                entry.is_symlink() and not child.resolve().is_relative_to(bundle.root)
             ):
                 continue
             before = len(problems)
-            chosen = claim(child)
+            chosen = claim(child, is_dir)
             if chosen is not None:
                 claims.append((child, chosen))
-                if child.is_dir() and (child / ".dvc").is_dir():
+                if is_dir and (child / ".dvc").is_dir():
                     # a DVC root's dvc.lock, code and data are bundle files besides a (git) claim
                     sub_claims, sub_left, sub_flagged = visit(child)
                     claims += sub_claims
@@ -184,7 +190,7 @@ def _plan(
                     flagged = flagged or sub_flagged
             elif len(problems) > before:
                 flagged = True
-            elif child.is_dir():
+            elif is_dir:
                 sub_claims, sub_left, sub_flagged = visit(child)
                 if sub_claims or sub_flagged:
                     claims += sub_claims
@@ -192,7 +198,7 @@ def _plan(
                     flagged = flagged or sub_flagged
                 elif sub_left:
                     leftovers.append(child)  # nothing inside is claimed: read it as one tree
-            elif child.is_file():
+            elif entry.is_file():
                 leftovers.append(child)
         return claims, leftovers, flagged
 

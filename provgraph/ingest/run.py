@@ -77,14 +77,7 @@ def ingest_source(
     rel = bundle.relpath(path)
     t0 = time.perf_counter()
     try:
-        if described is not None:
-            progress.start(f"hashing {rel}", None)
-            source = described()
-        else:
-            size_hint = path.stat().st_size if path.is_file() else None
-            progress.start(f"hashing {rel}", size_hint if size_hint is not None else None)
-            source = describe_source(bundle, path, progress, hashes)
-        progress.finish()
+        source = _described(bundle, path, rel, progress, hashes, described)
         fp = fingerprint(bundle, source, importer)
         key = source_key(importer, rel)
         slot = catalog.current(store, key)
@@ -141,6 +134,25 @@ def ingest_source(
         log.debug("the store could not load %s", rel, exc_info=True)
         error = f"{_clip(rel)}: the store could not load this source: {type(err).__name__}: {_clip(str(err))}"
         return ImportResult(rel, importer.name, "failed", error=error, seconds=time.perf_counter() - t0)
+
+
+def _described(
+    bundle: Bundle,
+    path: Path,
+    rel: str,
+    progress: Progress,
+    hashes: HashCache | None,
+    described: Callable[[], Source] | None,
+) -> Source:
+    if described is not None:  # hashed ahead in the second thread
+        progress.start(f"hashing {rel}", None)
+        source = described()
+    else:
+        size_hint = path.stat().st_size if path.is_file() else None
+        progress.start(f"hashing {rel}", size_hint)
+        source = describe_source(bundle, path, progress, hashes)
+    progress.finish()
+    return source
 
 
 #: A rejection's message is cut to this many characters (it may quote a huge value).

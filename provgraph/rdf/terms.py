@@ -230,8 +230,22 @@ class BatchWriter(TripleWriter):
         """Write one triple; ``o`` is an :class:`IRI` or a literal value. ``None`` is skipped."""
         if o is None:
             return
+        # _line's body, inlined: this runs once per triple of every import
+        t = type(o)
+        if t is IRI:
+            line = f"<{s}> <{p}> <{o}> .\n"
+        elif t is str:
+            if '"' in o or "\\" in o or "\n" in o or "\r" in o:  # type: ignore[operator]
+                o = o.translate(_ESCAPES)  # type: ignore[attr-defined]
+            line = f'<{s}> <{p}> "{o}" .\n'
+        else:
+            line = f"<{s}> <{p}> {literal(o)} .\n"
+        if not line.isascii() or len(line) > _ASCII_FAST:
+            reason = storable_problem(line)
+            if reason:
+                raise UnstorableValue(reason)
         lines = self._lines
-        lines.append(_line(s, p, o))
+        lines.append(line)
         if len(lines) >= BATCH:
             self.flush()
 
