@@ -157,13 +157,8 @@ def _plan(
             return None
         if len(best) > 1:
             names = ", ".join(i.name for i in best)
-            problems.append(
-                Problem(
-                    rel,
-                    None,
-                    f"several importers match equally well ({names}); choose one in [ingest].importers",
-                )
-            )
+            why = f"several importers match equally well ({names}); choose one in [ingest].importers"
+            problems.append(Problem(rel, None, why))
             return None
         return best[0] if best else None
 
