@@ -98,17 +98,20 @@ def _detect(
     minimum: int = FALLBACK,
     importers: list[Importer] | None = None,
     is_dir: bool | None = None,
+    shortlists: dict[tuple[bool, str], list[Importer]] | None = None,
 ) -> list[Importer]:
+    """The best-scoring importers of ``path``; ``shortlists`` keeps, per (folder?, suffix), the
+    importers whose kind and suffix hint admit it (asked once per suffix, not once per file)."""
     scores: list[tuple[int, Importer]] = []
     is_dir = path.is_dir() if is_dir is None else is_dir
     suffix = path.suffix.lower()
-    for importer in importers if importers is not None else registry.all_importers():
-        if type(importer).accepts is Importer.accepts:  # the usual case: one stat, not one per importer
-            if importer.handles != "any" and (importer.handles == "directory") != is_dir:
-                continue
-        elif not importer.accepts(path):
-            continue
-        if not is_dir and importer.suffixes is not None and suffix not in importer.suffixes:
+    shortlists = {} if shortlists is None else shortlists
+    admitted = shortlists.get((is_dir, suffix))
+    if admitted is None:
+        every = importers if importers is not None else registry.all_importers()
+        admitted = shortlists[(is_dir, suffix)] = [i for i in every if _admits(i, is_dir, suffix)]
+    for importer in admitted:
+        if type(importer).accepts is not Importer.accepts and not importer.accepts(path):
             continue
         try:
             score = importer.detect(path, bundle)
@@ -121,6 +124,15 @@ def _detect(
         return []
     top = max(s for s, _ in scores)
     return [i for s, i in scores if s == top]
+
+
+def _admits(importer: Importer, is_dir: bool, suffix: str) -> bool:
+    """Whether ``importer`` may claim a path of this kind and suffix (its own ``accepts``, when
+    it has one, is asked per path)."""
+    default = type(importer).accepts is Importer.accepts  # the usual case: no stat per importer
+    if default and importer.handles != "any" and (importer.handles == "directory") != is_dir:
+        return False
+    return is_dir or importer.suffixes is None or suffix in importer.suffixes
 
 
 def plan_bundle(
@@ -142,6 +154,7 @@ def _plan(
 ) -> tuple[list[tuple[Path, Importer]], list[Problem]]:
     problems: list[Problem] = []
     fallback, importers = registry.get("files"), registry.all_importers()  # once, not per path
+    shortlists: dict[tuple[bool, str], list[Importer]] = {}
     overrides = overrides or {}
     start = (start or bundle.root).resolve()
 
@@ -151,7 +164,7 @@ def _plan(
             override = overrides.get(rel) or declared_importer(path, bundle, rel)
             if override:
                 return choose_importer(path, bundle, override)
-            best = _detect(path, bundle, minimum=FALLBACK + 1, importers=importers, is_dir=is_dir)
+            best = _detect(path, bundle, FALLBACK + 1, importers, is_dir, shortlists)
         except ImporterError as err:
             problems.append(Problem(rel, None, str(err).split(": ", 1)[-1]))
             return None
