@@ -100,8 +100,8 @@ def test_unchanged_files_are_not_read_again(tmp_path: Path, monkeypatch) -> None
     assert (tmp_path / "store.cache" / "hashes.sqlite").is_file()
     assert not (root / ".provgraph").exists()
     read: list[Path] = []
-    real = sources.sha256_file
-    monkeypatch.setattr(sources, "sha256_file", lambda p: (read.append(p), real(p))[1])
+    real = sources.hash_file
+    monkeypatch.setattr(sources, "hash_file", lambda p: (read.append(p), real(p))[1])
     _, results, _ = ingest_bundle(root, store)
     assert read == [] and {r.outcome for r in results} == {"unchanged"}
     # a file rewritten with the same size and modification time is hashed again (its ctime moved)
@@ -145,6 +145,8 @@ def _check_suffix_hints(root: Path) -> int:
 
 
 def test_planning_lists_a_large_tree_once(tmp_path: Path, monkeypatch) -> None:
+    """The bundle is walked once per ingest: the planner, the hashing of the one tree and the
+    importers all read that listing (issue 21: no re-listing)."""
     files = {f"outputs/{i // 50:02d}/{i}.txt": "x" for i in range(500)}
     root = write_bundle(tmp_path / "b", {"plan.csv": PLAN, **files}, PLAN_CONTRACT)
     walks: list[str] = []
@@ -152,5 +154,5 @@ def test_planning_lists_a_large_tree_once(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(Bundle, "_walk", lambda b, f, rel: (walks.append(rel), real(b, f, rel))[1])
     store = open_store(None)
     results, problems = ingest_paths(store, Bundle.open(root), [root])
-    assert walks == [".", "outputs"] and not problems  # planning once, then hashing the one tree
+    assert walks == ["."] and not problems
     assert {r.rel for r in results} == {"provgraph.toml", "plan.csv", "outputs"}

@@ -124,7 +124,11 @@ class Bundle:
     def listed(self) -> Iterator[None]:
         """List the whole bundle once; until the block ends, :meth:`files_under` answers from
         that listing (planning asks for many folders' files: detectors that sniff a folder,
-        and the descent into its subfolders, do not walk it again)."""
+        and the descent into its subfolders, do not walk it again). Inside an enclosing
+        block (an ingest plans, hashes and imports from one listing) the listing is kept."""
+        if self._listing is not None:
+            yield
+            return
         self._listing = self._walk(self.root, ".")
         try:
             yield

@@ -31,8 +31,11 @@ class PromptFileImporter(Importer):
     uses_sections = ("conditions",)
 
     def detect(self, path: Path, bundle: Bundle) -> int:
-        declared = prompt_files(bundle.contract.section("conditions"))
-        return CERTAIN if bundle.relpath(path) in declared else NO
+        section = bundle.contract.section("conditions")
+        cached = self.__dict__.get("_declared")
+        if cached is None or cached[0] is not section:  # the planner asks once per file
+            cached = self.__dict__["_declared"] = (section, prompt_files(section))
+        return CERTAIN if bundle.relpath(path) in cached[1] else NO
 
     def ingest(self, source: Source, ctx: ImportContext) -> None:
         try:

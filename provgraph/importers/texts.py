@@ -33,7 +33,10 @@ class TextsImporter(Importer):
         section = bundle.contract.section("release")
         if section is None:
             return NO
-        texts = matcher(section.get("texts", []))
+        cached = self.__dict__.get("_texts")
+        if cached is None or cached[0] is not section:  # the planner asks once per file
+            cached = self.__dict__["_texts"] = (section, matcher(section.get("texts", [])))
+        texts = cached[1]
         return LIKELY if texts and texts.match(bundle.relpath(path)) else NO
 
     def ingest(self, source: Source, ctx: ImportContext) -> None:

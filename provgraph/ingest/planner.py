@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -91,17 +92,26 @@ def unmatched_declarations(bundle: Bundle) -> list[Problem]:
     return problems
 
 
-def _detect(path: Path, bundle: Bundle, minimum: int = FALLBACK) -> list[Importer]:
+def _detect(
+    path: Path,
+    bundle: Bundle,
+    minimum: int = FALLBACK,
+    importers: list[Importer] | None = None,
+    is_dir: bool | None = None,
+    shortlists: dict[tuple[bool, str], list[Importer]] | None = None,
+) -> list[Importer]:
+    """The best-scoring importers of ``path``; ``shortlists`` keeps, per (folder?, suffix), the
+    importers whose kind and suffix hint admit it (asked once per suffix, not once per file)."""
     scores: list[tuple[int, Importer]] = []
-    is_dir = path.is_dir()
+    is_dir = path.is_dir() if is_dir is None else is_dir
     suffix = path.suffix.lower()
-    for importer in registry.all_importers():
-        if type(importer).accepts is Importer.accepts:  # the usual case: one stat, not one per importer
-            if importer.handles != "any" and (importer.handles == "directory") != is_dir:
-                continue
-        elif not importer.accepts(path):
-            continue
-        if not is_dir and importer.suffixes is not None and suffix not in importer.suffixes:
+    shortlists = {} if shortlists is None else shortlists
+    admitted = shortlists.get((is_dir, suffix))
+    if admitted is None:
+        every = importers if importers is not None else registry.all_importers()
+        admitted = shortlists[(is_dir, suffix)] = [i for i in every if _admits(i, is_dir, suffix)]
+    for importer in admitted:
+        if type(importer).accepts is not Importer.accepts and not importer.accepts(path):
             continue
         try:
             score = importer.detect(path, bundle)
@@ -114,6 +124,15 @@ def _detect(path: Path, bundle: Bundle, minimum: int = FALLBACK) -> list[Importe
         return []
     top = max(s for s, _ in scores)
     return [i for s, i in scores if s == top]
+
+
+def _admits(importer: Importer, is_dir: bool, suffix: str) -> bool:
+    """Whether ``importer`` may claim a path of this kind and suffix (its own ``accepts``, when
+    it has one, is asked per path)."""
+    default = type(importer).accepts is Importer.accepts  # the usual case: no stat per importer
+    if default and importer.handles != "any" and (importer.handles == "directory") != is_dir:
+        return False
+    return is_dir or importer.suffixes is None or suffix in importer.suffixes
 
 
 def plan_bundle(
@@ -134,29 +153,25 @@ def _plan(
     bundle: Bundle, start: Path | None, overrides: dict[str, str] | None
 ) -> tuple[list[tuple[Path, Importer]], list[Problem]]:
     problems: list[Problem] = []
-    fallback = registry.get("files")
+    fallback, importers = registry.get("files"), registry.all_importers()  # once, not per path
+    shortlists: dict[tuple[bool, str], list[Importer]] = {}
     overrides = overrides or {}
     start = (start or bundle.root).resolve()
 
-    def claim(path: Path) -> Importer | None:
+    def claim(path: Path, is_dir: bool | None = None) -> Importer | None:
         rel = bundle.relpath(path)
         try:
             override = overrides.get(rel) or declared_importer(path, bundle, rel)
             if override:
                 return choose_importer(path, bundle, override)
-            best = _detect(path, bundle, minimum=FALLBACK + 1)
+            best = _detect(path, bundle, FALLBACK + 1, importers, is_dir, shortlists)
         except ImporterError as err:
             problems.append(Problem(rel, None, str(err).split(": ", 1)[-1]))
             return None
         if len(best) > 1:
             names = ", ".join(i.name for i in best)
-            problems.append(
-                Problem(
-                    rel,
-                    None,
-                    f"several importers match equally well ({names}); choose one in [ingest].importers",
-                )
-            )
+            why = f"several importers match equally well ({names}); choose one in [ingest].importers"
+            problems.append(Problem(rel, None, why))
             return None
         return best[0] if best else None
 
@@ -164,16 +179,18 @@ def _plan(
         claims: list[tuple[Path, Importer]] = []
         leftovers: list[Path] = []
         flagged = False
-        for child in sorted(folder.iterdir()):
+        # directory entries know their type: no stat per file of a large folder
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            child, is_dir = Path(entry.path), entry.is_dir()
             if bundle.excluded(bundle.relpath(child)) or (
-                child.is_symlink() and not child.resolve().is_relative_to(bundle.root)
+                entry.is_symlink() and not child.resolve().is_relative_to(bundle.root)
             ):
                 continue
             before = len(problems)
-            chosen = claim(child)
+            chosen = claim(child, is_dir)
             if chosen is not None:
                 claims.append((child, chosen))
-                if child.is_dir() and (child / ".dvc").is_dir():
+                if is_dir and (child / ".dvc").is_dir():
                     # a DVC root's dvc.lock, code and data are bundle files besides a (git) claim
                     sub_claims, sub_left, sub_flagged = visit(child)
                     claims += sub_claims
@@ -181,7 +198,7 @@ def _plan(
                     flagged = flagged or sub_flagged
             elif len(problems) > before:
                 flagged = True
-            elif child.is_dir():
+            elif is_dir:
                 sub_claims, sub_left, sub_flagged = visit(child)
                 if sub_claims or sub_flagged:
                     claims += sub_claims
@@ -189,7 +206,7 @@ def _plan(
                     flagged = flagged or sub_flagged
                 elif sub_left:
                     leftovers.append(child)  # nothing inside is claimed: read it as one tree
-            elif child.is_file():
+            elif entry.is_file():
                 leftovers.append(child)
         return claims, leftovers, flagged
 

@@ -292,7 +292,7 @@ def read_csv(
                 continue
             if not fields or all(not f.strip() for f in fields):
                 continue
-            if any(_undecodable(f) for f in fields):
+            if not all(map(str.isascii, fields)) and any(_undecodable(f) for f in fields):
                 yield line, {}, "not UTF-8 text"
                 continue
             if len(fields) != len(header):
@@ -400,12 +400,15 @@ class _DuplicateKey(ValueError):
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
+    out = dict(pairs)  # built in C: the usual object has no duplicate, and is checked by its size
+    if len(out) == len(pairs):
+        return out
+    seen: set[str] = set()
+    for k, _ in pairs:  # the first key that repeats, as the loop that built the dict reported it
+        if k in seen:
             raise _DuplicateKey(k)
-        out[k] = v
-    return out
+        seen.add(k)
+    return out  # unreachable: a smaller dict means a repeated key
 
 
 def record_problem(

@@ -28,6 +28,7 @@ from provgraph.bundle.layout import Bundle
 from provgraph.errors import InputError, ProvgraphError, StoreUnavailable
 from provgraph.ingest.base import ImportContext, Importer, Problem, Progress, Source
 from provgraph.ingest.planner import choose_importer, plan_bundle
+from provgraph.ingest.prefetch import Prefetch
 from provgraph.ingest.sources import (
     HashCache,
     describe_source,
@@ -37,7 +38,7 @@ from provgraph.ingest.sources import (
     source_key,
     split_source_key,
 )
-from provgraph.rdf.terms import TripleWriter, UnstorableValue
+from provgraph.rdf.terms import BatchWriter, UnstorableValue
 from provgraph.rdf.vocab import PG, PG_NS, PROV, RDF_TYPE
 from provgraph.store import catalog
 from provgraph.store.base import Store
@@ -66,18 +67,17 @@ def ingest_source(
     importer: Importer,
     progress: Progress | None = None,
     hashes: HashCache | None = None,
+    described: Callable[[], Source] | None = None,
 ) -> ImportResult:
     """Import one source atomically. Never raises for bad input: the result says what failed.
     A store that cannot be reached raises :class:`StoreUnavailable` (the import is not done).
-    ``hashes`` remembers file digests between ingests (see :class:`HashCache`)."""
+    ``hashes`` remembers file digests between ingests (see :class:`HashCache`); ``described``
+    gives the source already hashed (by :class:`~provgraph.ingest.prefetch.Prefetch`)."""
     progress = progress or Progress()
     rel = bundle.relpath(path)
     t0 = time.perf_counter()
     try:
-        size_hint = path.stat().st_size if path.is_file() else None
-        progress.start(f"hashing {rel}", size_hint if size_hint is not None else None)
-        source = describe_source(bundle, path, progress, hashes)
-        progress.finish()
+        source = _described(bundle, path, rel, progress, hashes, described)
         fp = fingerprint(bundle, source, importer)
         key = source_key(importer, rel)
         slot = catalog.current(store, key)
@@ -92,7 +92,7 @@ def ingest_source(
         state: dict[str, Any] = {}
 
         def produce(fh: IO[str]) -> None:
-            writer = TripleWriter(fh)
+            writer = BatchWriter(fh)
             ctx = ImportContext(bundle, source, importer, writer, progress)
             state["writer"], state["ctx"] = writer, ctx
             started = dt.datetime.now(dt.UTC).replace(microsecond=0)
@@ -102,6 +102,7 @@ def ingest_source(
             progress.finish()
             ctx.problems[:] = [_storable_problem(p) for p in ctx.problems]
             _write_import(ctx, key, started)
+            writer.flush()
 
         # the store loads while the importer writes (see catalog.replace_from)
         catalog.replace_from(store, key, fp, produce)
@@ -133,6 +134,25 @@ def ingest_source(
         log.debug("the store could not load %s", rel, exc_info=True)
         error = f"{_clip(rel)}: the store could not load this source: {type(err).__name__}: {_clip(str(err))}"
         return ImportResult(rel, importer.name, "failed", error=error, seconds=time.perf_counter() - t0)
+
+
+def _described(
+    bundle: Bundle,
+    path: Path,
+    rel: str,
+    progress: Progress,
+    hashes: HashCache | None,
+    described: Callable[[], Source] | None,
+) -> Source:
+    if described is not None:  # hashed ahead in the second thread
+        progress.start(f"hashing {rel}", None)
+        source = described()
+    else:
+        size_hint = path.stat().st_size if path.is_file() else None
+        progress.start(f"hashing {rel}", size_hint)
+        source = describe_source(bundle, path, progress, hashes)
+    progress.finish()
+    return source
 
 
 #: A rejection's message is cut to this many characters (it may quote a huge value).
@@ -247,6 +267,19 @@ def ingest_paths(
     correspond to a planned source (deleted files, a folder that is now read differently)
     are removed. ``importer_name`` reads each named path with that importer.
     """
+    # the bundle is listed once: the planner, the hashing of folders and the importers share it
+    with bundle.listed():
+        return _ingest_listed(store, bundle, paths, importer_name, progress, on_result)
+
+
+def _ingest_listed(
+    store: Store,
+    bundle: Bundle,
+    paths: Iterable[Path],
+    importer_name: str | None,
+    progress: Progress | None,
+    on_result: Callable[[ImportResult], None] | None,
+) -> tuple[list[ImportResult], list[Problem]]:
     targets = [bundle.relpath(p) for p in paths] or ["."]
     overrides = {t: importer_name for t in targets} if importer_name else {}
     if importer_name:
@@ -267,12 +300,12 @@ def ingest_paths(
     # leaves an entry that `info` reports and the gate refuses (see catalog.begin_ingest)
     run = catalog.begin_ingest(store, targets, [source_key(i, bundle.relpath(p)) for p, i in selected])
     catalog.record_root(store, str(bundle.root))
-    hashes = HashCache(hash_cache_dir(store))
     was_failed = {k for k, _ in catalog.failed_sources(store)}  # read once, not per source
     failed_now: set[str] = set()
-    try:
+    # the next sources are hashed in a second thread while one is imported
+    with Prefetch(bundle, [p for p, _ in selected], hash_cache_dir(store)) as ahead:
         for path, importer in selected:
-            result = ingest_source(store, bundle, path, importer, progress, hashes)
+            result = ingest_source(store, bundle, path, importer, progress, described=ahead.take())
             key = source_key(importer, result.rel)
             if result.outcome != "imported":  # an import's switch took it off the list itself
                 catalog.settle(store, key)
@@ -282,8 +315,6 @@ def ingest_paths(
             results.append(result)
             if on_result:
                 on_result(result)
-    finally:
-        hashes.close()
     planned = {source_key(i, bundle.relpath(p)) for p, i in plan}
     for slot in catalog.slots(store):
         parts = split_source_key(slot.key)

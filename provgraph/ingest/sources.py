@@ -10,7 +10,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from provgraph.bundle.layout import Bundle, sha256_file
+from provgraph.bundle.layout import Bundle
 from provgraph.errors import InputError
 from provgraph.ingest.base import Importer, Member, Progress, Source, tree_rels
 from provgraph.store.base import Store
@@ -37,9 +37,12 @@ def describe_source(
     if not path.is_dir():
         raise InputError(path, "no such file or folder")
     members = []
-    root = os.fspath(bundle.root)
-    for member in tree_rels(bundle, path):
-        digest, size = hashes.sha256(Path(root, member), member)
+    root = os.fspath(bundle.root) + os.sep
+    rels = tree_rels(bundle, path)
+    known = hashes.known_under(rel)  # one query for the folder, not one per file
+    lookup = hashes.sha256
+    for member in rels:
+        digest, size = lookup(Path(root + member), member, known)
         members.append(Member(member, digest, size))
         if progress:
             progress.advance(size)
@@ -53,6 +56,39 @@ def describe_source(
         sum(m.size for m in members),
         tuple(members),
     )
+
+
+#: Files up to this size are read in one call into a buffer of their own size.
+_WHOLE = 4 << 20
+_CHUNK = 1 << 20
+
+
+def hash_file(path: Path) -> tuple[str, int, tuple[int, int, int, int]]:
+    """SHA-256 hex digest, byte size and (size, mtime_ns, ctime_ns, inode) of a file, the
+    identity taken from the open file. A small file is read in one call whose buffer is its
+    size (a fixed 1 MiB buffer per read cost more than the hashing for a bundle's small files);
+    a large one in 1 MiB chunks into one reused buffer, so memory stays bounded."""
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            st = os.fstat(fh.fileno())
+            key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            if st.st_size <= _WHOLE:
+                data = fh.readall()
+                if len(data) <= _WHOLE:
+                    return hashlib.sha256(data).hexdigest(), len(data), key
+                digest = hashlib.sha256(data)  # it grew while we read: hash on in chunks
+                size = len(data)
+                del data
+            else:
+                digest, size = hashlib.sha256(), 0
+            buf = bytearray(_CHUNK)
+            view = memoryview(buf)
+            while n := fh.readinto(buf):
+                digest.update(view[:n])
+                size += n
+            return digest.hexdigest(), size, key
+    except OSError as err:
+        raise InputError(path, f"cannot read: {err.strerror or err}") from err
 
 
 def hash_cache_dir(store: Store) -> Path | None:
@@ -86,24 +122,49 @@ class HashCache:
             log.info("no hash cache in %s: %s", folder, err)
             self._db = None
 
-    def sha256(self, path: Path, rel: str) -> tuple[str, int]:
-        if self._db is None:
-            return sha256_file(path)
+    def sha256(self, path: Path, rel: str, known: dict[str, tuple] | None = None) -> tuple[str, int]:
+        """Digest and size of the file at ``path`` (bundle path ``rel``); ``known`` holds the
+        cached rows of its folder (:meth:`known_under`), sparing a query per file."""
+        if self._db is None or (known is not None and rel not in known):  # never hashed: no stat
+            digest, size, key = hash_file(path)
+            if self._db is not None:
+                self._remember(rel, key, digest)
+            return digest, size
         try:
             st = path.stat()
         except OSError as err:
             raise InputError(path, f"cannot read: {err.strerror or err}") from err
         key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        row = self._db.execute(
-            "SELECT size, mtime, ctime, inode, sha256 FROM hashes WHERE path = ?", (rel,)
-        ).fetchone()
+        if known is not None:
+            row = known.get(rel)
+        else:
+            row = self._db.execute(
+                "SELECT size, mtime, ctime, inode, sha256 FROM hashes WHERE path = ?", (rel,)
+            ).fetchone()
         if row is not None and tuple(row[:4]) == key:
             return row[4], st.st_size
-        digest, size = sha256_file(path)
+        digest, size, key = hash_file(path)
+        self._remember(rel, key, digest)
+        return digest, size
+
+    def _remember(self, rel: str, key: tuple[int, int, int, int], digest: str) -> None:
         self._pending.append((rel, *key, digest))
         if len(self._pending) >= 10_000:
             self.commit()
-        return digest, size
+
+    def known_under(self, folder: str) -> dict[str, tuple] | None:
+        """The cached rows of every file under the bundle folder ``folder``, by bundle path (one
+        range query on the primary key); None without a cache."""
+        if self._db is None:
+            return None
+        if folder == ".":
+            rows = self._db.execute("SELECT path, size, mtime, ctime, inode, sha256 FROM hashes")
+        else:  # '0' sorts right after '/': the range is exactly the paths under folder/
+            rows = self._db.execute(
+                "SELECT path, size, mtime, ctime, inode, sha256 FROM hashes WHERE path >= ? AND path < ?",
+                (folder + "/", folder + "0"),
+            )
+        return {r[0]: r[1:] for r in rows}
 
     def commit(self) -> None:
         if self._db is None or not self._pending:

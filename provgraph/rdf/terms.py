@@ -47,6 +47,22 @@ def escape_key(key: object) -> str:
     '%2E%2E'
     """
     text = key if type(key) is str else str(key)
+    done = _ESCAPED.get(text)
+    if done is not None:  # a key repeated on every record (a source path, a condition)
+        return done
+    if len(_ESCAPED) >= _ESCAPED_MAX:  # bounded: unique keys (ids) only pass through
+        _ESCAPED.clear()
+    done = _escape(text)
+    if len(text) <= 256:  # long text is rare as a key: not kept
+        _ESCAPED[text] = done
+    return done
+
+
+_ESCAPED: dict[str, str] = {}
+_ESCAPED_MAX = 4096
+
+
+def _escape(text: str) -> str:
     if _PLAIN.fullmatch(text) and text not in (".", ".."):  # most keys: nothing to escape
         return text
     if text == "":
@@ -66,14 +82,33 @@ def mint(base: str, kind: str, *keys: object) -> IRI:
     >>> mint("https://example.org/p/", "case", "s1", "PA")
     'https://example.org/p/case/s1/PA'
     """
-    if not _KIND.match(kind):
-        raise ValueError(f"node kind {kind!r} must match {_KIND.pattern}")
+    if kind not in _KINDS:
+        if not _KIND.match(kind):
+            raise ValueError(f"node kind {kind!r} must match {_KIND.pattern}")
+        _KINDS.add(kind)  # a handful of kinds: checked once each, not once per node
     if not keys:
         raise ValueError(f"a {kind} IRI needs at least one key")
-    return IRI(base + kind + "/" + "/".join(escape_key(k) for k in keys))
+    # ASCII letters and digits are unreserved: most keys (ids, numbers) skip escape_key's regex
+    return IRI(
+        base
+        + kind
+        + "/"
+        + "/".join([k if type(k) is str and k.isalnum() and k.isascii() else escape_key(k) for k in keys])
+    )
+
+
+_KINDS: set[str] = set()
 
 
 _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r"})
+
+
+def _escaped(text: str) -> str:
+    """``text`` with N-Triples string escapes; four C-level scans spare the per-character
+    ``translate`` for the usual string that holds none of them."""
+    if '"' in text or "\\" in text or "\n" in text or "\r" in text:
+        return text.translate(_ESCAPES)
+    return text
 
 
 def literal(value: object) -> str:
@@ -88,7 +123,7 @@ def literal(value: object) -> str:
     """
     t = type(value)
     if t is str:
-        return '"' + value.translate(_ESCAPES) + '"'  # type: ignore[attr-defined]
+        return '"' + _escaped(value) + '"'  # type: ignore[arg-type]
     if t is bool:
         return f'"{"true" if value else "false"}"^^<{XSD}boolean>'
     if t is int:
@@ -159,13 +194,7 @@ class TripleWriter:
         """Write one triple; ``o`` is an :class:`IRI` or a literal value. ``None`` is skipped."""
         if o is None:
             return
-        line = f"<{s}> <{p}> {f'<{o}>' if type(o) is IRI else literal(o)} .\n"
-        # isascii() and len() are O(1): the usual short ASCII line costs nothing more.
-        if not line.isascii() or len(line) > _ASCII_FAST:
-            reason = storable_problem(line)
-            if reason:
-                raise UnstorableValue(reason)
-        self._write(line)
+        self._write(_line(s, p, o))
         self.count += 1
 
     def add_lines(self, text: str, count: int) -> None:
@@ -173,6 +202,85 @@ class TripleWriter:
         a worker process that parsed files in parallel."""
         self._write(text)
         self.count += count
+
+    def flush(self) -> None:
+        """Hand on what is held back (nothing: this writer writes each triple at once)."""
+
+
+class BatchWriter(TripleWriter):
+    """A :class:`TripleWriter` that hands its lines to the file object in batches of
+    :data:`BATCH` (one ``write`` of the joined text), for a file object whose ``write`` is
+    Python code (the store's streaming loader): call :meth:`flush` at the end."""
+
+    def __init__(self, fh: IO[str]) -> None:
+        super().__init__(fh)
+        self._lines: list[str] = []
+        self._append = self._lines.append
+        self._written = 0
+
+    @property  # type: ignore[override]
+    def count(self) -> int:
+        return self._written + len(self._lines)
+
+    @count.setter
+    def count(self, value: int) -> None:  # TripleWriter.__init__ sets it
+        self._written = value
+
+    def add(self, s: IRI, p: IRI, o: object) -> None:
+        """Write one triple; ``o`` is an :class:`IRI` or a literal value. ``None`` is skipped."""
+        if o is None:
+            return
+        # _line's body, inlined: this runs once per triple of every import
+        t = type(o)
+        if t is IRI:
+            line = f"<{s}> <{p}> <{o}> .\n"
+        elif t is str:
+            if '"' in o or "\\" in o or "\n" in o or "\r" in o:  # type: ignore[operator]
+                o = o.translate(_ESCAPES)  # type: ignore[attr-defined]
+            line = f'<{s}> <{p}> "{o}" .\n'
+        else:
+            line = f"<{s}> <{p}> {literal(o)} .\n"
+        if not line.isascii() or len(line) > _ASCII_FAST:
+            reason = storable_problem(line)
+            if reason:
+                raise UnstorableValue(reason)
+        lines = self._lines
+        lines.append(line)
+        if len(lines) >= BATCH:
+            self.flush()
+
+    def add_lines(self, text: str, count: int) -> None:
+        self.flush()
+        self._write(text)
+        self._written += count
+
+    def flush(self) -> None:
+        lines = self._lines
+        if lines:
+            self._write("".join(lines))
+            self._written += len(lines)
+            lines.clear()
+
+
+#: Lines a :class:`BatchWriter` holds back (about 100 KiB of usual N-Triples).
+BATCH = 1024
+
+
+def _line(s: IRI, p: IRI, o: object) -> str:
+    """One N-Triples line, checked: :class:`UnstorableValue` for a value no store can hold."""
+    t = type(o)
+    if t is IRI:
+        line = f"<{s}> <{p}> <{o}> .\n"
+    elif t is str:
+        line = f'<{s}> <{p}> "{_escaped(o)}" .\n'  # type: ignore[arg-type]
+    else:
+        line = f"<{s}> <{p}> {literal(o)} .\n"
+    # isascii() and len() are O(1): the usual short ASCII line costs nothing more.
+    if not line.isascii() or len(line) > _ASCII_FAST:
+        reason = storable_problem(line)
+        if reason:
+            raise UnstorableValue(reason)
+    return line
 
 
 _ASCII_FAST = MAX_TRIPLE_BYTES // 4  # a line this short cannot be over the limit in UTF-8
