@@ -47,9 +47,23 @@ _XSD = "http://www.w3.org/2001/XMLSchema#"
 _NUMERIC = {
     _XSD + t
     for t in (
-        "integer decimal double float int long short byte nonNegativeInteger positiveInteger "
-        "negativeInteger nonPositiveInteger unsignedInt unsignedLong unsignedShort unsignedByte"
-    ).split()
+        "integer",
+        "decimal",
+        "double",
+        "float",
+        "int",
+        "long",
+        "short",
+        "byte",
+        "nonNegativeInteger",
+        "positiveInteger",
+        "negativeInteger",
+        "nonPositiveInteger",
+        "unsignedInt",
+        "unsignedLong",
+        "unsignedShort",
+        "unsignedByte",
+    )
 }
 _P = f"PREFIX pg: <{PG_NS}>\n"
 _PLAN = "SELECT ?setting ?want WHERE { ?plan a pg:CallPlan ; ?setting ?want VALUES ?setting { %s } }"
