@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from call_matrix_writers import WRITERS, Attempt, Call, Scenario
 from conftest import ingest_bundle, write_bundle
 
 from provgraph.lineage.gate import refresh_derived
@@ -51,3 +52,49 @@ def test_a_retry_keeps_its_history_and_every_image_it_sent(tmp_path: Path) -> No
     assert view(store, "C1", "attemptCount") == ["2"] and view(store, "C1", "okCount") == ["1"]
     assert len(view(store, "C1", "sentImageSha256")) == 2
     assert len(view(store, "C1", "sentImage")) == 2
+
+
+def _facts(store, call_id: str) -> dict[str, list[str]]:
+    """The identity facts the view wrote for call ``call_id`` and its records' attempt models."""
+    pg = f"PREFIX pg: <{PG_NS}>\n"
+    call = f"?c pg:callId {json.dumps(call_id)} ."
+    rows = store.select(
+        pg + f"SELECT ?p ?v WHERE {{ {call} VALUES ?p {{ pg:callCondition pg:callCase }} ?c ?p ?v }}"
+    )
+    facts: dict[str, list[str]] = {}
+    for r in rows:
+        facts.setdefault(r["p"].value.rsplit("#", 1)[-1], []).append(r["v"].value.rsplit("/", 1)[-1])
+    rows = store.select(
+        pg + f"SELECT ?at ?h WHERE {{ {call} ?c pg:promptEvidence ?e . ?e pg:capturedAt ?at ; "
+        "pg:executedPromptSha256 ?h ; pg:executedSystemSha256 ?s }"
+    )
+    facts["captured"] = sorted(r["at"].value for r in rows)
+    rows = store.select(
+        pg + f"SELECT ?m ?line WHERE {{ ?r a pg:CallRecord ; pg:callId {json.dumps(call_id)} ; "
+        "pg:attemptModel ?m ; pg:sourceFile/pg:path ?line }"
+    )
+    facts["attempt"] = sorted(f"{r['line'].value}:{r['m'].value}" for r in rows)
+    return {k: sorted(v) for k, v in facts.items()}
+
+
+def test_identity_facts_resolve_a_batch_retry_that_asked_for_another_model(tmp_path: Path) -> None:
+    """OpenAI Batch files (shapes: tests/call_matrix_writers.py, from the calibration builders
+    written from the OpenAI Batch guide): call A--s1 failed in batch 1 (the declared model) and
+    was answered in batch 2 by another model it asked for. The result lines name no requested
+    model: the view resolves each attempt through the requests of its call: the answered one
+    asked for the model that answered it, the failed one (no resolved model) for either. The
+    call's condition and case come from the plan; its prompt was captured at the request."""
+    other = "gpt-4.1-2025-04-14"
+    calls = (Call("s1", "A", "X"), Call("s1", "B", "X"))
+    sc = Scenario(calls, (Attempt("A--s1--1", "error"), Attempt("A--s1--1", batch=2, model=other)))
+    WRITERS["openai"](tmp_path / "b", sc)
+    store, _, _ = ingest_bundle(tmp_path / "b")
+    refresh_derived(store)
+    facts = _facts(store, "A--s1--1")
+    assert facts["callCondition"] == ["A"] and facts["callCase"] == ["s1"]
+    assert facts["captured"] == ["request"]  # one prompt, sent twice: one evidence node
+    assert facts["attempt"] == [
+        f"batches/batch_01_errors.jsonl:{other}",
+        "batches/batch_01_errors.jsonl:gpt-4o-2024-08-06",
+        f"batches/batch_02_output.jsonl:{other}",
+    ]

@@ -29,15 +29,6 @@ PENDING: set[str] = {
     "cohort-split-not-recorded",
     "cohort-view-not-allowed",
     "cohort-view-undocumented",
-    "model-alias-unresolved",
-    "model-family-mismatch",
-    "model-several-snapshots",
-    "model-undeclared",
-    "prompt-differs-from-declared",
-    "prompt-identical-across-conditions",
-    "prompt-not-captured-at-request",
-    "prompt-recorded-identical",
-    "release-manifest-mismatch",
 }
 
 _RULES = {r.id: r for r in load_rules()}

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from provgraph.errors import StoreError
 from provgraph.ingest.run import describe_unfinished
 from provgraph.lineage.hubs import record_hubs
-from provgraph.rules import callview, decodingview, pixelview
+from provgraph.rules import callview, decodingview, fileview, pixelview
 from provgraph.rules.rule import Rule
 from provgraph.rules.runner import CheckReport, RuleResult, contract_state, record_check, run_check
 from provgraph.stats import materialize
@@ -68,6 +68,7 @@ def refresh_derived(store: Store) -> None:
     else:
         materialize.drop_if_stale(store)
     callview.refresh(store)
+    fileview.refresh(store)
     pixelview.refresh(store)  # reads the call evidence view: after it
     decodingview.refresh(store)
 

@@ -30,6 +30,20 @@ between conditions). This module derives, for every call node (``call/<id>``, wh
 ``pg:callId``
     the call id its records give, for a call no plan names (a planned call has its own)
 
+Identity facts (the prompt and model clauses read these; :func:`write_identity`):
+
+``pg:callCondition`` / ``pg:callCase``
+    the call's condition and case, as the call node or any node pointing at it states them
+``pg:promptEvidence``
+    one node per (capture point, executed prompt hash) recorded for the call, on a request or
+    a record: ``pg:capturedAt`` (``request``, ``constant``, ``config``, ``summary``,
+    ``unknown``), ``pg:executedPromptSha256`` and, when the text was seen,
+    ``pg:executedSystemSha256`` / ``pg:executedUserSha256``
+``pg:attemptModel`` (on each record, not the call)
+    the model the attempt asked for: a record's own requested model; for a batch result,
+    the request of its call that named the model it resolved to (a retry may have asked for
+    another), else every request of its call (an alias resolves to another name)
+
 The view is recomputed when any imported graph changed (its fingerprint is theirs), like the
 statistics; :func:`provgraph.lineage.gate.run_gate` refreshes it before the rules run.
 """
@@ -54,7 +68,7 @@ log = logging.getLogger(__name__)
 
 SLOT = "derived:call-evidence"
 #: bumped whenever the view changes shape
-VIEW_VERSION = "2"
+VIEW_VERSION = "3"
 #: Slots that are derived, not imported: no input of the view (nor of the statistics).
 DERIVED_PREFIXES = ("check:", "analysis:", "derived:")
 
@@ -181,7 +195,73 @@ def refresh(store: Store) -> bool:
     with tempfile.TemporaryDirectory(prefix="provgraph-callview-") as tmp:
         nt = Path(tmp) / "calls.nt"
         with nt.open("w", encoding="utf-8") as fh:
-            write_view(TripleWriter(fh), calls)
+            w = TripleWriter(fh)
+            write_view(w, calls)
+            write_identity(w, store)
         catalog.replace(store, SLOT, current, nt)
     log.info("call evidence view: %d calls", len(calls))
     return True
+
+
+# -- identity facts: condition and case, prompt evidence, the model each attempt asked for -------
+# Written row by row as each scan answers (memory bounded by one answer, not by every call):
+# only batch results, whose requested model lives on another node, are joined in Python.
+
+# (one query per property, each a whole join: a UNION under a shared pattern, or a predicate
+# variable, made Oxigraph scan every triple at 10^5 calls)
+_CALL_FACTS = """SELECT DISTINCT ?call ?v WHERE {
+  { ?n pg:forCall ?call ; pg:PROP ?v } UNION { ?n pg:forCall ?call . ?call pg:PROP ?v } }"""
+_PROMPTS = """SELECT DISTINCT ?call ?capture ?h ?sys ?user WHERE {
+  ?n pg:forCall ?call ; pg:promptCapture ?capture ; pg:promptSha256 ?h .
+  OPTIONAL { ?n pg:systemPromptSha256 ?sys }
+  OPTIONAL { ?n pg:userPromptSha256 ?user } }"""
+_OWN_MODELS = "SELECT ?rec ?v WHERE { ?rec a pg:CallRecord ; pg:requestedModel ?v }"
+# records that state no requested model (batch results): their call and what answered them
+_OTHER_RECORDS = """SELECT ?rec ?call ?res WHERE {
+  ?rec a pg:CallRecord ; pg:forCall ?call .
+  FILTER NOT EXISTS { ?rec pg:requestedModel ?own }
+  OPTIONAL { ?rec pg:resolvedModel ?res } }"""
+_REQUEST_MODELS = "SELECT ?call ?v WHERE { ?q a pg:BatchRequest ; pg:forCall ?call ; pg:requestedModel ?v }"
+
+
+def _value(row: object, name: str) -> str:
+    term = row[name]  # type: ignore[index]
+    return term.value if term is not None else ""
+
+
+def attempt_models(resolved: set[str], asked: set[str]) -> set[str]:
+    """The model(s) an attempt with no requested model of its own asked for: the request of its
+    call that named the model it resolved to (a retry may have asked for another), else every
+    request of its call (an alias resolves to another name)."""
+    return (asked & resolved) or asked
+
+
+def write_identity(w: TripleWriter, store: Store) -> None:
+    """Condition, case, prompt evidence and attempt models (see the module docstring)."""
+    add = w.add
+    for prop, fact in (("condition", PG.callCondition), ("case", PG.callCase)):
+        for r in store.select(_P + _CALL_FACTS.replace("PROP", prop)):
+            add(IRI(_value(r, "call")), fact, IRI(_value(r, "v")))
+    for r in store.select(_P + _PROMPTS):
+        call, capture, sha = _value(r, "call"), _value(r, "capture"), _value(r, "h")
+        # one node per (call, capture, prompt): the hash says which prompt, so it is unique
+        node = IRI(f"{call}#prompt-{hashlib.sha256(f'{capture} {sha}'.encode()).hexdigest()[:16]}")
+        add(IRI(call), PG.promptEvidence, node)
+        add(node, PG.capturedAt, capture)
+        add(node, PG.executedPromptSha256, sha)
+        add(node, PG.executedSystemSha256, _value(r, "sys") or None)
+        add(node, PG.executedUserSha256, _value(r, "user") or None)
+    for r in store.select(_P + _OWN_MODELS):
+        add(IRI(_value(r, "rec")), PG.attemptModel, _value(r, "v"))
+    asked: dict[str, set[str]] = defaultdict(set)
+    for r in store.select(_P + _REQUEST_MODELS):
+        asked[_value(r, "call")].add(_value(r, "v"))
+    others: dict[str, tuple[str, set[str]]] = {}
+    for r in store.select(_P + _OTHER_RECORDS):
+        rec = _value(r, "rec")
+        call, resolved = others.setdefault(rec, (_value(r, "call"), set()))
+        if r["res"] is not None:  # type: ignore[index]
+            resolved.add(_value(r, "res"))
+    for rec, (call, resolved) in sorted(others.items()):
+        for model in sorted(attempt_models(resolved, asked.get(call, set()))):
+            add(IRI(rec), PG.attemptModel, model)
