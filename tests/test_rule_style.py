@@ -3,9 +3,6 @@ repeated, no sub-select that only wraps one triple pattern (the hash-join trick 
 `prompt-identical-across-conditions` 84 lines of near-copies, where a fix to one copy could
 miss the others). Speed comes from the derived evidence views the rules read, not from
 rewriting the join by hand.
-
-``PENDING`` lists the rules not yet rewritten; it may only shrink (a rule listed that already
-passes every check fails the last test, so the list stays honest).
 """
 
 from __future__ import annotations
@@ -19,22 +16,6 @@ from provgraph.rules.rule import Rule
 
 #: Query lines a rule may have (comments, blank lines and PREFIX lines not counted).
 MAX_LINES = 40
-#: Rules still written in the old style; remove a rule once it is rewritten.
-PENDING: set[str] = {
-    "annotation-raw-response-missing",
-    "output-call-not-successful",
-    "output-decoding-mismatch",
-    "output-differs-from-record",
-    "output-ok-with-failed-finish",
-    "output-ok-without-output",
-    "output-planned-without-terminal",
-    "output-request-without-result",
-    "output-unplanned-record",
-    "pixel-conditions-differ-in-image",
-    "pixel-image-not-recorded",
-    "pixel-image-without-rendering",
-    "pixel-rendered-hash-mismatch",
-}
 
 _RULES = {r.id: r for r in load_rules()}
 _SUBSELECT = re.compile(r"\{\s*SELECT\b", re.IGNORECASE)
@@ -106,7 +87,7 @@ def problems(rule: Rule) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("rule_id", sorted(set(_RULES) - PENDING))
+@pytest.mark.parametrize("rule_id", sorted(_RULES))
 def test_rule_is_plain(rule_id: str) -> None:
     assert problems(_RULES[rule_id]) == [], f"{_RULES[rule_id].path}"
 
@@ -122,9 +103,3 @@ def test_checks_see_the_old_style() -> None:
     assert any("wrapping one triple pattern" in p for p in found)
     long = Rule(**{**rule.__dict__, "query": "SELECT * WHERE {\n" + "?s ?p ?o .\n" * 41 + "}\n"})
     assert any("query lines" in p for p in problems(long))
-
-
-def test_pending_list_is_honest() -> None:
-    assert set(_RULES) >= PENDING, f"unknown rules listed: {sorted(PENDING - set(_RULES))}"
-    done = sorted(r for r in PENDING if not problems(_RULES[r]))
-    assert not done, f"already plain, remove from PENDING: {done}"

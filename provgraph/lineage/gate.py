@@ -25,7 +25,7 @@ from collections.abc import Callable
 from provgraph.errors import StoreError
 from provgraph.ingest.run import describe_unfinished
 from provgraph.lineage.hubs import record_hubs
-from provgraph.rules import callview, caseview, fileview, pixelview
+from provgraph.rules import callview, caseview, decodingview, fileview, pixelview
 from provgraph.rules.recorded import write_record
 from provgraph.rules.rule import Rule
 from provgraph.rules.runner import CheckReport, RuleResult, contract_state, record_check, run_check
@@ -74,6 +74,7 @@ def refresh_derived(store: Store) -> None:
     fileview.refresh(store)
     caseview.refresh(store)  # reads the call evidence view: after it
     pixelview.refresh(store)  # reads the call evidence view: after it
+    decodingview.refresh(store)
 
 
 def record_check_and_hubs(store: Store, report: CheckReport) -> list[str]:
