@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydicom import dcmread
 
 from provgraph.bundle.layout import Bundle
@@ -273,3 +275,24 @@ def test_the_declared_window_is_the_rendering_compared(tmp_path: Path) -> None:
     contract.write_text(text.replace("[plan]", "window = [1400, 0]\n\n[plan]"), encoding="utf-8")
     with pytest.raises(ContractError, match="window"):
         Bundle.open(root)
+
+
+_SEGMENT = st.sampled_from(
+    ["c1", "c10", "s50", "50", "p10", "files", "dicom", "a", "c1.dcm", "50.dcm", "x.dcm"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    paths=st.lists(st.lists(_SEGMENT, min_size=1, max_size=4).map("/".join), max_size=8),
+    cases=st.sets(st.sampled_from(["c1", "c10", "50", "1", "p10", "a"]), max_size=4),
+    pattern=st.sampled_from([None, "dicom/{case}/*.dcm", "files/*/s{case}/*", "*{case}.dcm", "{case}"]),
+)
+def test_case_index_is_the_scan_it_replaces(paths: list[str], cases: set[str], pattern: str | None) -> None:
+    """The index the pixel view looks a case's DICOMs up in holds exactly the DICOMs
+    ``case_matches`` accepts, in the same order (the reference form: a scan of every DICOM)."""
+    dicoms = [pixelview.Dicom(f"n{i}", path, "", "") for i, path in enumerate(paths)]
+    index = pixelview.case_index(dicoms, cases, pattern)
+    for case in cases:
+        scanned = [d.node for d in dicoms if pixelview.case_matches(d.path, case, pattern)]
+        assert index.get(case, []) == scanned

@@ -121,6 +121,26 @@ class Evidence:
     renderings: dict[str, list[tuple[str, tuple[float, float] | None]]] = field(
         default_factory=lambda: defaultdict(list)
     )
+    _of_case: dict[str, list[str]] | None = None  # case key -> DICOM nodes, built on first use
+    _by_node: dict[str, dict[str, list[tuple[int, tuple[float, float] | None]]]] = field(default_factory=dict)
+    decoded: dict[str, tuple[bytes | None, str]] = field(default_factory=dict)  # sent file sha -> grid
+
+    def dicoms_of_case(self, case: str) -> list[str]:
+        """The DICOM nodes whose bundle path is a source of ``case`` (:func:`case_matches`),
+        indexed once: matching every DICOM against every call's case is quadratic."""
+        if self._of_case is None:
+            pattern = self.protocol.get("pattern")
+            self._of_case = case_index(self.dicoms.values(), set(self.cases.values()), pattern)
+        return self._of_case.get(case, [])
+
+    def rendered_from(self, sha: str) -> dict[str, list[tuple[int, tuple[float, float] | None]]]:
+        """Image ``sha``'s rendering records by source node: (position in the records, window)."""
+        found = self._by_node.get(sha)
+        if found is None:
+            found = self._by_node[sha] = defaultdict(list)
+            for pos, (d, w) in enumerate(self.renderings.get(sha, [])):
+                found[d].append((pos, w))
+        return found
 
 
 def _v(row: dict[str, Any], key: str) -> Any:
@@ -167,6 +187,31 @@ def case_matches(path: str, case: str, pattern: str | None) -> bool:
         return fnmatch.fnmatchcase(path, pattern.replace("{case}", case))
     parts = PurePosixPath(path)
     return case in parts.parts[:-1] or f"s{case}" in parts.parts[:-1] or parts.stem == case
+
+
+def case_index(dicoms: Any, cases: set[str], pattern: str | None) -> dict[str, list[str]]:
+    """Case key -> the nodes of ``dicoms`` whose path :func:`case_matches` it, in ``dicoms``' order.
+
+    Without a pattern a path names its cases directly (its folders, ``s``-less folders, its
+    stem); with one, a case key the path matches is a substring of it, so only the substrings
+    that are known keys (of at most the longest key's length) are tried against the pattern.
+    """
+    index: dict[str, list[str]] = defaultdict(list)
+    longest = max(map(len, cases), default=0)
+    for d in dicoms:
+        if pattern:
+            path = d.path
+            found = {
+                path[i:j] for i in range(len(path)) for j in range(i + 1, min(len(path), i + longest) + 1)
+            } & cases
+            keys = {k for k in found if case_matches(path, k, pattern)}
+        else:
+            parts = PurePosixPath(d.path)
+            folders = parts.parts[:-1]
+            keys = {*folders, *(f[1:] for f in folders if f.startswith("s")), parts.stem}
+        for key in keys:
+            index[key].append(d.node)
+    return index
 
 
 class Renderer:
@@ -223,6 +268,12 @@ def sent_grid(ev: Evidence, sha: str, root: str | None) -> tuple[bytes | None, s
     """The grid of sent image ``sha`` and, when there is none, why (a verdict name)."""
     if sha in ev.grids:
         return ev.grids[sha], ""
+    if sha not in ev.decoded:  # one decode per image, however many calls sent it
+        ev.decoded[sha] = _decode_sent(ev, sha, root)
+    return ev.decoded[sha]
+
+
+def _decode_sent(ev: Evidence, sha: str, root: str | None) -> tuple[bytes | None, str]:
     rel = ev.files.get(sha)
     if rel is None or root is None:
         return None, "no-pixels"
@@ -242,15 +293,21 @@ def candidates(ev: Evidence, call: str, sha: str) -> list[tuple[Dicom, tuple[flo
     declared = None
     if ev.protocol.get("center") is not None:
         declared = (float(ev.protocol["center"]), float(ev.protocol["width"]))
-    case, pattern = ev.cases.get(call), ev.protocol.get("pattern")
-    linked = [(ev.dicoms[d], declared or w) for d, w in ev.renderings.get(sha, []) if d in ev.dicoms]
-    if linked or ev.renderings.get(sha):
+    case = ev.cases.get(call)
+    records = ev.renderings.get(sha, [])
+    if records:
         # identical bytes rendered from several DICOMs: the call's own case decides which
-        own = [c for c in linked if case is not None and case_matches(c[0].path, case, pattern)]
-        return own or linked
+        # (looked up from the case's few DICOMs: the bytes may have thousands of records)
+        by_node = ev.rendered_from(sha)
+        own = sorted(
+            (pos, d, w) for d in (ev.dicoms_of_case(case) if case else []) for pos, w in by_node.get(d, [])
+        )
+        if own:
+            return [(ev.dicoms[d], declared or w) for _, d, w in own]
+        return [(ev.dicoms[d], declared or w) for d, w in records if d in ev.dicoms]
     if case is None:
         return []
-    return [(d, declared) for d in ev.dicoms.values() if case_matches(d.path, case, pattern)]
+    return [(ev.dicoms[d], declared) for d in ev.dicoms_of_case(case)]
 
 
 def judge_image(ev: Evidence, renderer: Renderer, call: str, sha: str) -> Verdict:
