@@ -29,7 +29,7 @@ from pathlib import Path
 from provgraph import __version__
 from provgraph.rdf.sparql import plain_iri
 from provgraph.rdf.terms import TripleWriter, mint
-from provgraph.rdf.vocab import PG, PG_NS, PROV, PROV_NS, RDF_TYPE
+from provgraph.rdf.vocab import PG, PG_NS, PROV_NS, RDF_TYPE
 from provgraph.rules.rule import Rule
 from provgraph.rules.runner import (
     OUTCOMES,
@@ -89,7 +89,8 @@ def write_record(store: Store, report: CheckReport) -> None:
             w.add(node, RDF_TYPE, PG.CheckRecord)
             w.add(node, PG.inputsSha256, inputs)
             w.add(node, PG.rulesSha256, rules_sha256([r.rule for r in report.results]))
-            w.add(node, PROV.startedAtTime, report.started)
+            # (an entity's own property: prov:startedAtTime is for activities, and PROV-XML rejects it here)
+            w.add(node, PG.checkStarted, report.started)
             w.add(node, PG.seconds, float(report.seconds))
             w.add(node, PG.strict, report.strict)
             for r in report.results:
@@ -113,7 +114,7 @@ _RECORD = (
     _P
     + """SELECT ?inputs ?rules ?started ?seconds ?strict WHERE {
   ?r a pg:CheckRecord ; pg:inputsSha256 ?inputs ; pg:rulesSha256 ?rules ;
-     prov:startedAtTime ?started ; pg:seconds ?seconds ; pg:strict ?strict }"""
+     pg:checkStarted ?started ; pg:seconds ?seconds ; pg:strict ?strict }"""
 )
 
 _RESULTS = (

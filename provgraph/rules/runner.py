@@ -217,11 +217,15 @@ def locate(store: Store, violations: list[Violation], chunk: int = 500) -> None:
         values = " ".join(f"<{f}>" for f in foci[i : i + chunk] if plain_iri(f))
         if not values:
             continue
+        # VALUES inside each branch: Oxigraph joins a VALUES outside a UNION only after
+        # evaluating both branches over every node (10 s against 0.015 s for 202 foci at 10^5)
         rows = store.select(
             f"""PREFIX pg: <{PG_NS}>
-            SELECT ?focus ?path ?line WHERE {{ VALUES ?focus {{ {values} }}
-              {{ ?focus pg:sourceFile ?f . ?f pg:path ?path . OPTIONAL {{ ?focus pg:sourceLine ?line }} }}
-              UNION {{ ?focus pg:path ?path FILTER NOT EXISTS {{ ?focus pg:sourceFile ?any }} }} }}"""
+            SELECT ?focus ?path ?line WHERE {{
+              {{ VALUES ?focus {{ {values} }}
+                 ?focus pg:sourceFile ?f . ?f pg:path ?path . OPTIONAL {{ ?focus pg:sourceLine ?line }} }}
+              UNION {{ VALUES ?focus {{ {values} }}
+                       ?focus pg:path ?path FILTER NOT EXISTS {{ ?focus pg:sourceFile ?any }} }} }}"""
         )
         for r in rows:
             line = r["line"]
