@@ -286,7 +286,18 @@ _SEGMENT = st.sampled_from(
 @given(
     paths=st.lists(st.lists(_SEGMENT, min_size=1, max_size=4).map("/".join), max_size=8),
     cases=st.sets(st.sampled_from(["c1", "c10", "50", "1", "p10", "a"]), max_size=4),
-    pattern=st.sampled_from([None, "dicom/{case}/*.dcm", "files/*/s{case}/*", "*{case}.dcm", "{case}"]),
+    pattern=st.sampled_from(
+        [
+            None,
+            "dicom/{case}/*.dcm",
+            "files/*/s{case}/*",
+            "*{case}.dcm",
+            "{case}",
+            "{case}/*",
+            "*/{case}",
+            "[cp]{case}*",
+        ]
+    ),
 )
 def test_case_index_is_the_scan_it_replaces(paths: list[str], cases: set[str], pattern: str | None) -> None:
     """The index the pixel view looks a case's DICOMs up in holds exactly the DICOMs

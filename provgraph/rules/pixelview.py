@@ -194,15 +194,28 @@ def case_index(dicoms: Any, cases: set[str], pattern: str | None) -> dict[str, l
 
     Without a pattern a path names its cases directly (its folders, ``s``-less folders, its
     stem); with one, a case key the path matches is a substring of it, so only the substrings
-    that are known keys (of at most the longest key's length) are tried against the pattern.
+    that are known keys (of at most the longest key's length, and next to the characters the
+    pattern puts around ``{case}`` when those are literal) are tried against the pattern.
     """
     index: dict[str, list[str]] = defaultdict(list)
     longest = max(map(len, cases), default=0)
+    head, _, tail = (pattern or "").partition("{case}")
+    before = head[-1:] if head[-1:] not in ("*", "?", "]") else ""
+    after = tail[:1] if tail[:1] not in ("*", "?", "[") else ""
     for d in dicoms:
         if pattern:
             path = d.path
+            if not head:  # the key opens the path
+                starts: Any = [0]
+            elif before:  # right after the literal the pattern puts before it
+                starts = [i for i in range(1, len(path)) if path[i - 1] == before]
+            else:
+                starts = range(len(path))
             found = {
-                path[i:j] for i in range(len(path)) for j in range(i + 1, min(len(path), i + longest) + 1)
+                path[i:j]
+                for i in starts
+                for j in range(i + 1, min(len(path), i + longest) + 1)
+                if (j == len(path) if not tail else (not after or path[j : j + 1] == after))
             } & cases
             keys = {k for k in found if case_matches(path, k, pattern)}
         else:
