@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import tempfile
 from collections import defaultdict
-from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from provgraph.rdf.terms import IRI, TripleWriter
 from provgraph.rdf.vocab import PG, PG_NS
@@ -121,14 +119,14 @@ def refresh(store: Store) -> bool:
     if slot is not None and slot.fingerprint == current:
         return False
     off, unstated = gather(store)
-    with tempfile.TemporaryDirectory(prefix="provgraph-decodingview-") as tmp:
-        nt = Path(tmp) / "decoding.nt"
-        with nt.open("w", encoding="utf-8") as fh:
-            w = TripleWriter(fh)
-            for node, setting in off:
-                w.add(IRI(node), PG.offPlanSetting, IRI(setting))
-            for record, setting in unstated:
-                w.add(IRI(record), PG.unstatedSetting, IRI(setting))
-        catalog.replace(store, SLOT, current, nt)
+
+    def produce(fh: IO[str]) -> None:
+        w = TripleWriter(fh)
+        for node, setting in off:
+            w.add(IRI(node), PG.offPlanSetting, IRI(setting))
+        for record, setting in unstated:
+            w.add(IRI(record), PG.unstatedSetting, IRI(setting))
+
+    catalog.replace_from(store, SLOT, current, produce)
     log.info("decoding view: %d settings off the plan, %d unstated", len(off), len(unstated))
     return True

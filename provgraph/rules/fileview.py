@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import tempfile
-from pathlib import Path
+from typing import IO
 
 from provgraph import __version__
 from provgraph.rdf.terms import IRI, TripleWriter
@@ -52,12 +51,12 @@ def refresh(store: Store) -> bool:
     if slot is not None and slot.fingerprint == current:
         return False
     files = sorted(r["f"].value for r in store.select(_FILES))  # type: ignore[union-attr]
-    with tempfile.TemporaryDirectory(prefix="provgraph-fileview-") as tmp:
-        nt = Path(tmp) / "files.nt"
-        with nt.open("w", encoding="utf-8") as fh:
-            w = TripleWriter(fh)
-            for f in files:
-                w.add(IRI(f), PG.isFile, True)
-        catalog.replace(store, SLOT, current, nt)
+
+    def produce(fh: IO[str]) -> None:
+        w = TripleWriter(fh)
+        for f in files:
+            w.add(IRI(f), PG.isFile, True)
+
+    catalog.replace_from(store, SLOT, current, produce)
     log.info("file class closure: %d files", len(files))
     return True

@@ -41,7 +41,6 @@ import hashlib
 import io
 import logging
 import os
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -390,10 +389,6 @@ def refresh(store: Store) -> bool:
         return False
     ev = gather(store)
     verdicts = judge_all(store, ev)
-    with tempfile.TemporaryDirectory(prefix="provgraph-pixelview-") as tmp:
-        nt = Path(tmp) / "pixels.nt"
-        with nt.open("w", encoding="utf-8") as fh:
-            write_view(TripleWriter(fh), verdicts, ev.files)
-        catalog.replace(store, SLOT, current, nt)
+    catalog.replace_from(store, SLOT, current, lambda fh: write_view(TripleWriter(fh), verdicts, ev.files))
     log.info("pixel verdict view: %d images judged", len(verdicts))
     return True
