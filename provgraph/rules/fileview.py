@@ -19,10 +19,9 @@ import hashlib
 import logging
 from typing import IO
 
-from provgraph import __version__
 from provgraph.rdf.terms import IRI, TripleWriter
 from provgraph.rdf.vocab import PG, PG_NS
-from provgraph.rules.callview import DERIVED_PREFIXES
+from provgraph.rules import callview
 from provgraph.store import catalog
 from provgraph.store.base import Store
 
@@ -39,9 +38,8 @@ SELECT DISTINCT ?f WHERE {{ ?cls rdfs:subClassOf* pg:File . ?f a ?cls }}"""
 
 
 def fingerprint(store: Store) -> str:
-    slots = [s for s in catalog.slots(store) if not s.key.startswith(DERIVED_PREFIXES)]
-    text = f"{__version__}/{VIEW_VERSION}\n" + "".join(f"{s.key}\t{s.fingerprint}\n" for s in slots)
-    return hashlib.sha256(text.encode()).hexdigest()
+    # the imports' fingerprint, as the call view takes it (the ontology is an import)
+    return hashlib.sha256(f"{VIEW_VERSION}\n{callview.fingerprint(store)}".encode()).hexdigest()
 
 
 def refresh(store: Store) -> bool:
