@@ -89,6 +89,9 @@ class RdflibStore(Store):
     def bulk_load(self, ntriples: Path, graph: str) -> None:
         self._ds.graph(URIRef(graph)).parse(str(ntriples), format="nt")
 
+    def within(self, graphs):
+        return RdflibWithin(self, graphs)
+
     def drop_graph(self, graph: str) -> None:
         self._ds.remove_graph(URIRef(graph))
 
@@ -108,6 +111,15 @@ class RdflibStore(Store):
         if graph is not None:
             return len(self._ds.graph(URIRef(graph)))
         return sum(len(g) for g in self._ds.graphs())
+
+
+class RdflibWithin(RdflibStore):
+    """``Store.within`` on rdflib: the merge of some graphs (Oxigraph's ``default_graph``), with
+    the attributes of :class:`provgraph.store.base.Within` (the whole store, the graphs)."""
+
+    def __init__(self, store: RdflibStore, graphs) -> None:
+        self.store, self.graphs, self.location = store, list(graphs), store.location
+        self._ds = rdflib.graph.ReadOnlyGraphAggregate([store._ds.graph(URIRef(g)) for g in self.graphs])
 
 
 def open_rdflib_store() -> RdflibStore:

@@ -209,6 +209,26 @@ def test_dump_and_counts_match_the_embedded_store(url: str, tmp_path: Path) -> N
     assert [s.key for s in catalog.slots(server)] == [s.key for s in catalog.slots(embedded)]
 
 
+def test_whole_graph_view_on_a_server_equals_the_embedded_one(url: str, tmp_path: Path) -> None:
+    """The picture reads some graphs only (``Store.within``: default-graph-uri on a server);
+    after a check, with its derived views in the store, both backends draw the same boxes."""
+    from provgraph.views.whole import whole_graph
+
+    root = copy_bundle(EXAMPLE / "flawed", tmp_path / "b")
+    views = []
+    for store in (open_store(url), open_store(None), open_store(url + "#dataset=union")):
+        if not views or store.location == "memory":
+            ingest(root, store)
+            run_gate(store, RULES)
+        view = whole_graph(store)
+        title = {k: b.title for k, b in view.boxes.items()}
+        boxes = [(b.title, b.count, b.facets, sorted(b.violations.items())) for b in view.boxes.values()]
+        arrows = [(title[a.tail], a.label, title[a.head], a.count) for a in view.arrows]
+        views.append((sorted(boxes), sorted(arrows)))
+    assert views[0] == views[1] == views[2]
+    assert "5 call records" in [t for t, *_ in views[0][0]]
+
+
 def test_union_mode_reads_the_same_and_refuses_foreign_graphs(url: str, tmp_path: Path) -> None:
     root = copy_bundle(EXAMPLE / "flawed", tmp_path / "b")
     ingest(root, open_store(url))

@@ -316,7 +316,7 @@ def _exact(store, monkeypatch):
     from provgraph.views import whole
 
     with monkeypatch.context() as m:
-        m.setattr(whole, "has_state_overrides", lambda store, keys: True)
+        m.setattr(whole, "has_state_overrides", lambda store: True)
         return whole_graph(store)
 
 
@@ -352,11 +352,49 @@ def test_fast_counts_on_dicom_files_equal_the_exact_path(tmp_path: Path, monkeyp
 
     from provgraph.lineage.gate import run_gate
     from provgraph.rules import load_rules
-    from provgraph.views.keys import NodeKeys, data_graphs
+    from provgraph.views.keys import NodeKeys, drawn_graphs
     from provgraph.views.multityped import MultiTyped
 
     store, _, _ = ingest_bundle(rule_bundle("pixel-image-without-rendering", "flawed", tmp_path / "b"))
     run_gate(store, load_rules())
-    keys = NodeKeys(vocabulary(store), data_graphs(store), frozenset(), exact=False)
-    assert MultiTyped(store, keys)  # the case the correction is for
+    keys = NodeKeys(vocabulary(store), frozenset(), exact=False)
+    assert MultiTyped(store.within(drawn_graphs(store)), keys)  # the case the correction is for
     assert _drawn(whole_graph(store)) == _drawn(_exact(store, monkeypatch))
+
+
+def test_whole_graph_leaves_out_the_checks_derived_views(tmp_path: Path) -> None:
+    """After a check the store also holds its derived views (per-call evidence, pixel verdicts)
+    and records; the picture draws the imports and the statistics only, and nothing the views
+    point at shows up as "referenced, not in the graph"."""
+    from conftest import ingest_bundle, rule_bundle
+
+    from provgraph.lineage.gate import run_gate
+    from provgraph.rules import load_rules
+    from provgraph.store import catalog
+    from provgraph.views.keys import drawn_graphs
+
+    store, _, _ = ingest_bundle(rule_bundle("pixel-image-without-rendering", "clean", tmp_path / "b"))
+    before = whole_graph(store)
+    run_gate(store, load_rules())
+    verdicts = f"ASK {{ ?v a <{PG}PixelVerdict> }}"
+    assert store.ask(verdicts) and not store.within(drawn_graphs(store)).ask(verdicts)
+    keys = {s.key for s in catalog.slots(store) if s.graph in drawn_graphs(store)}
+    assert keys and all(k.startswith(("import:", "analysis:")) for k in keys)
+    view = whole_graph(store)
+    assert not [b.title for b in view.boxes.values() if b.cls == PG + "PixelVerdict"]
+    assert _unmarked(view) == _unmarked(before)  # the check added nothing to the picture but marks
+
+
+def _unmarked(view) -> tuple:
+    boxes = sorted((k, b.count, b.title, b.absent, tuple(b.facets)) for k, b in view.boxes.items())
+    return boxes, sorted((a.tail, a.head, a.predicate, a.count) for a in view.arrows)
+
+
+def test_a_view_of_some_graphs_is_read_only(tmp_path: Path) -> None:
+    from provgraph.views.keys import drawn_graphs
+
+    store, _ = example_store("flawed", tmp_path)
+    data = store.within(drawn_graphs(store))
+    assert data.quad_count() < store.quad_count()
+    with pytest.raises(TypeError, match="read-only"):
+        data.update("INSERT DATA { <urn:a> <urn:b> <urn:c> }")

@@ -9,7 +9,7 @@ added as another backend without touching importers or rules.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -95,6 +95,16 @@ class Store(ABC):
             raise SyntaxError("expected a CONSTRUCT or DESCRIBE query")
         return iter(result)
 
+    def within(self, graphs: Sequence[str]) -> Within:
+        """A read-only view of this store whose queries see only ``graphs``: their merge is the
+        default graph and they are the named graphs (a picture of the imports without the
+        check's derived views, say)."""
+        return Within(self, graphs)
+
+    def _query_within(self, query: str, bindings: Mapping[str, Term] | None, graphs: list[str]) -> object:
+        """:meth:`_query` over the dataset of ``graphs`` only (see :meth:`within`)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot restrict a query to some graphs")
+
     @abstractmethod
     def update(self, update: str) -> None:
         """Run a SPARQL UPDATE request as one transaction: all of it applies or none."""
@@ -149,3 +159,30 @@ class Store(ABC):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class Within(Store):
+    """The read-only view :meth:`Store.within` gives: queries go to the store it wraps, over
+    the listed graphs only; writing through it is an error."""
+
+    def __init__(self, store: Store, graphs: Sequence[str]) -> None:
+        self.store = store
+        self.graphs = list(dict.fromkeys(graphs))
+        self.location = store.location
+
+    def _query(self, query: str, bindings: Mapping[str, Term] | None) -> object:
+        return self.store._query_within(query, bindings, self.graphs)
+
+    def within(self, graphs: Sequence[str]) -> Within:
+        return Within(self.store, [g for g in graphs if g in set(self.graphs)])
+
+    def _read_only(self, *_: Any) -> Any:
+        raise TypeError("a view of some graphs of a store is read-only")
+
+    update = bulk_load = drop_graph = dump = _read_only  # type: ignore[assignment]
+
+    def named_graphs(self) -> list[str]:
+        return list(self.graphs)
+
+    def quad_count(self, graph: str | None = None) -> int:
+        return sum(self.store.quad_count(g) for g in ([graph] if graph else self.graphs) if g in self.graphs)

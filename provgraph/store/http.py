@@ -199,6 +199,10 @@ class SparqlStore(Store):
             return self._send_query(text, None)
         return self._send_query(text, self._dataset())
 
+    def _query_within(self, query: str, bindings: Mapping[str, Term] | None, graphs: list[str]) -> object:
+        current = set(self._dataset())  # never a graph another client is still loading
+        return self._send_query(inject_values(query, bindings), [g for g in graphs if g in current])
+
     def _select_raw(self, query: str, graphs: list[str] | None) -> list[dict[str, Term | None]]:
         result = self._send_query(query, graphs)
         if not isinstance(result, ox.QuerySolutions):

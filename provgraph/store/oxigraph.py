@@ -43,6 +43,13 @@ class OxigraphStore(Store):
         except OSError as err:
             raise StoreError(f"{self.location}: query failed: {err}") from err
 
+    def _query_within(self, query: str, bindings: Mapping[str, Term] | None, graphs: list[str]) -> object:
+        nodes = [ox.NamedNode(g) for g in graphs]
+        try:
+            return self._ox.query(inject_values(query, bindings), default_graph=nodes, named_graphs=nodes)
+        except OSError as err:
+            raise StoreError(f"{self.location}: query failed: {err}") from err
+
     def update(self, update: str) -> None:
         try:
             self._ox.update(update)

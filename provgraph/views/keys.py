@@ -4,7 +4,9 @@ A key is "DD|class|" for a group (DD = class depth, so MAX() over a node's types
 most specific class), "DD|class||node|IRI" for a node drawn on its own, either followed by
 "|state|STATE" when the node overrides its class's state. :class:`NodeKeys` writes the SPARQL
 that binds a node's key (so groups are counted by the store, not in Python) and computes the
-same key in Python for small node sets; :class:`Key` reads one back.
+same key in Python for small node sets; :class:`Key` reads one back. Every query here is
+asked of the store seen through :func:`drawn_graphs` (``Store.within``), so a class's own
+``pg:state`` in the ontology is not mistaken for a node's.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from provgraph.rdf.sparql import plain_iri
@@ -34,7 +36,6 @@ class NodeKeys:
     their members, and whether keys are exact (see :func:`provgraph.views.whole.whole_graph`)."""
 
     vocab: Vocabulary
-    data_graphs: list[str]
     expanded: frozenset[str]
     exact: bool  # per-node MAX over types and state overrides; needed when nodes have several types
 
@@ -67,12 +68,11 @@ class NodeKeys:
             )
             # DISTINCT: a type stated in two graphs would count the node's triples twice
             return f"{{ SELECT DISTINCT {v} ?{var}_key WHERE {{ {plain} }} }}" if join else plain
-        graphs = " ".join(f"<{g}>" for g in self.data_graphs)
         return f"""{{ SELECT {v} (CONCAT(MAX(?{var}_kx), COALESCE(SAMPLE(?{var}_st), "")) AS ?{var}_key)
             WHERE {{
               {v} a {c} . VALUES ({c} ?{var}_k) {{ {self.values()} }}
               BIND({key(f"?{var}_k")} AS ?{var}_kx)
-              OPTIONAL {{ VALUES ?{var}_g {{ {graphs} }} GRAPH ?{var}_g {{ {v} <{PG_NS}state> ?{var}_s0 }} }}
+              OPTIONAL {{ {v} <{PG_NS}state> ?{var}_s0 }}
               BIND(IF(BOUND(?{var}_s0), CONCAT("{STATE}", STR(?{var}_s0)), "") AS ?{var}_st)
             }} GROUP BY {v} }}"""
 
@@ -95,14 +95,13 @@ class NodeKeys:
     def lookup(self, store: Store, iris: Iterable[str]) -> dict[str, str]:
         """Keys of a (small) set of nodes; nodes outside drawn classes are left out."""
         plain = sorted({i for i in iris if plain_iri(i)})
-        graphs = " ".join(f"<{g}>" for g in self.data_graphs)
         types: dict[str, list[str]] = defaultdict(list)
         states: dict[str, str] = {}
         for values in value_blocks(plain):
             for r in store.select(
                 f"""SELECT ?s ?c ?st WHERE {{ VALUES ?s {{ {values} }}
                     {{ ?s a ?c }}
-                    UNION {{ VALUES ?g {{ {graphs} }} GRAPH ?g {{ ?s <{PG_NS}state> ?st }} }} }}"""
+                    UNION {{ ?s <{PG_NS}state> ?st }} }}"""
             ):
                 s = r["s"].value  # type: ignore[union-attr]
                 if r["c"] is not None:
@@ -134,17 +133,27 @@ class Key:
         return cls(klass, state or None, iri or None)
 
 
-def data_graphs(store: Store) -> list[str]:
-    """The named graphs that hold imported data (all but the ontology)."""
-    return [s.graph for s in catalog.slots(store) if s.key != "ontology"]
+def drawn_graphs(store: Store) -> list[str]:
+    """The graphs a picture of the whole graph draws: the imports and the recomputed statistics;
+    not the ontology, the check's derived views (per-call evidence, pixel verdicts: internal to
+    the rules, and most of the store at scale) nor its records."""
+    return [s.graph for s in catalog.slots(store) if s.key != "ontology" and not s.key.startswith(_NOT_DRAWN)]
 
 
-def has_state_overrides(store: Store, keys: NodeKeys) -> bool:
-    """Whether any node of the data states its own pg:state."""
-    if not keys.data_graphs:
-        return False
-    graphs = " ".join(f"<{g}>" for g in keys.data_graphs)
-    return store.ask(f"ASK {{ VALUES ?g {{ {graphs} }} GRAPH ?g {{ ?s <{PG_NS}state> ?st }} }}")
+_NOT_DRAWN = ("check:", "derived:")
+
+
+def in_graphs(pattern: str, graphs: Sequence[str]) -> str:
+    """``pattern`` matched in ``graphs`` only, for a query asked of the whole store: there a
+    lookup by node seeks once, where the same lookup on a default graph merged from many graphs
+    (``Store.within``) seeks in each of them (1.1 s against 0.1 s for 10^4 nodes)."""
+    listed = ", ".join(f"<{g}>" for g in graphs)
+    return f"GRAPH ?_g {{ {pattern} }} FILTER(?_g IN ({listed}))"
+
+
+def has_state_overrides(store: Store) -> bool:
+    """Whether any node of the (drawn) data states its own pg:state."""
+    return store.ask(f"ASK {{ ?s <{PG_NS}state> ?st }}")
 
 
 def group_rows(store: Store, keys: NodeKeys) -> Rows:

@@ -8,7 +8,8 @@ times in one view. So the view counts per type triple (the fast keys), and this 
 corrects the counts for the few nodes that carry several drawn types (a DICOM file is a
 ``pg:DicomFile`` and a ``pg:File``): their extra keys are subtracted and their exact key
 added, from their own triples, looked up with ``VALUES`` (cost in proportion to those nodes,
-not to the store). Nodes stating their own ``pg:state`` still take the exact path.
+not to the store). Nodes stating their own ``pg:state`` still take the exact path. Those
+lookups by node are asked of the whole store within the drawn graphs (``in_graphs``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from collections import defaultdict
 import pyoxigraph as ox
 
 from provgraph.rdf.sparql import plain_iri
-from provgraph.store.base import Store
-from provgraph.views.keys import NodeKeys
+from provgraph.store.base import Within
+from provgraph.views.keys import NodeKeys, in_graphs
 from provgraph.views.nodes import value_blocks
 
 Counts = dict[tuple[str, str, str | None], int]  # (subject key, predicate, object key or value) -> n
@@ -28,7 +29,7 @@ Counts = dict[tuple[str, str, str | None], int]  # (subject key, predicate, obje
 class MultiTyped:
     """The IRIs with two or more drawn types, each with its fast keys and its exact key."""
 
-    def __init__(self, store: Store, keys: NodeKeys) -> None:
+    def __init__(self, store: Within, keys: NodeKeys) -> None:
         self.keys = keys
         drawn = " ".join(f"<{c.iri}>" for c in keys.vocab.drawn_classes())
         types: dict[str, set[str]] = defaultdict(set)
@@ -54,7 +55,7 @@ class MultiTyped:
     def fast(self, iri: str) -> set[str]:
         return self.extra[iri] | {self.exact[iri]}
 
-    def groups(self, store: Store, groups: dict[str, list]) -> None:
+    def groups(self, store: Within, groups: dict[str, list]) -> None:
         """Correct ``groups`` (key -> [node count, sample node]): each node counted once, under
         its exact key; a group left with one node gets that node as its sample."""
         changed = set()
@@ -70,23 +71,23 @@ class MultiTyped:
             elif n == 1:
                 groups[k][1] = self._sole_member(store, k)
 
-    def _sole_member(self, store: Store, key: str) -> str:
+    def _sole_member(self, store: Within, key: str) -> str:
         cls = key.split("|")[1]
         for (s,) in store.stream(f"SELECT DISTINCT ?s WHERE {{ ?s a <{cls}> }}"):
             if s is not None and key not in self.extra.get(s, ()):
                 return s
         raise AssertionError(f"no member left in group {key}")  # the counts said one
 
-    def arrows(self, store: Store, relations: str, counts: Counts) -> None:
+    def arrows(self, store: Within, relations: str, counts: Counts) -> None:
         """Correct arrow ``counts`` for the triples (of the ``relations`` listed, comma
         separated IRIs) that have a multi-typed node at either end."""
         triples: list[tuple[ox.Term, ...]] = []
+        where = f"{in_graphs('?s ?p ?o', store.graphs)} FILTER(?p IN ({relations}))"
         for block in value_blocks(list(self.exact)):
-            where = f"?s ?p ?o . FILTER(?p IN ({relations}))"
-            triples += store.solutions(f"SELECT ?s ?p ?o WHERE {{ VALUES ?s {{ {block} }} {where} }}")  # type: ignore[arg-type]
+            triples += store.store.solutions(f"SELECT ?s ?p ?o WHERE {{ VALUES ?s {{ {block} }} {where} }}")  # type: ignore[arg-type]
             triples += [
                 t
-                for t in store.solutions(f"SELECT ?s ?p ?o WHERE {{ VALUES ?o {{ {block} }} {where} }}")
+                for t in store.store.solutions(f"SELECT ?s ?p ?o WHERE {{ VALUES ?o {{ {block} }} {where} }}")
                 if t[0] is not None and t[0].value not in self.exact  # type: ignore[union-attr]
             ]
         ends = {t.value for s, _, o in triples for t in (s, o) if isinstance(t, ox.NamedNode)}
@@ -106,24 +107,25 @@ class MultiTyped:
         for k in [k for k, n in counts.items() if n <= 0]:
             del counts[k]
 
-    def facets(self, store: Store, facets: str, counts: Counts) -> None:
+    def facets(self, store: Within, facets: str, counts: Counts) -> None:
         """Correct facet ``counts`` (key, property, value) -> nodes: a multi-typed node's
         values counted under its exact key only."""
         for block in value_blocks(list(self.exact)):
-            where = f"VALUES ?s {{ {block} }} ?s ?p ?v . FILTER(?p IN ({facets}))"
-            for s, p, v in store.stream(f"SELECT DISTINCT ?s ?p ?v WHERE {{ {where} }}"):
+            where = f"VALUES ?s {{ {block} }} {in_graphs('?s ?p ?v', store.graphs)} FILTER(?p IN ({facets}))"
+            for s, p, v in store.store.stream(f"SELECT DISTINCT ?s ?p ?v WHERE {{ {where} }}"):
                 for k in self.extra[s]:  # type: ignore[index]
                     counts[(k, p, v)] -= 1  # type: ignore[index]
         for k in [k for k, n in counts.items() if n <= 0]:
             del counts[k]
 
-    def _lookup(self, store: Store, iris: list[str]) -> dict[str, str]:
+    def _lookup(self, store: Within, iris: list[str]) -> dict[str, str]:
         """Keys of nodes with one drawn type, from their types alone (the fast path is taken
         only when no node states its own pg:state, so the key needs no state; NodeKeys.lookup
         also reads the states, a scan of every graph per block)."""
         types: dict[str, list[str]] = defaultdict(list)
         for block in value_blocks(iris):
-            for s, c in store.stream(f"SELECT ?s ?c WHERE {{ VALUES ?s {{ {block} }} ?s a ?c }}"):
+            types_of = f"VALUES ?s {{ {block} }} {in_graphs('?s a ?c', store.graphs)}"
+            for s, c in store.store.stream(f"SELECT DISTINCT ?s ?c WHERE {{ {types_of} }}"):
                 types[s].append(c)  # type: ignore[index,arg-type]
         out = {}
         for s, ts in types.items():

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Sequence
 from provgraph.errors import UsageError
 from provgraph.rdf.sparql import plain_iri
 from provgraph.rdf.vocab import PG_NS
-from provgraph.store.base import Store
-from provgraph.views.keys import Key, NodeKeys, data_graphs, group_rows, has_state_overrides
+from provgraph.store.base import Store, Within
+from provgraph.views.keys import Key, NodeKeys, drawn_graphs, group_rows, has_state_overrides, in_graphs
 from provgraph.views.model import Arrow, Box, Mark, View, recorded_violations
 from provgraph.views.multityped import Counts, MultiTyped
 from provgraph.views.nodes import node_names, value_blocks
@@ -43,7 +43,7 @@ def whole_graph(
     max_nodes: int = 500,
     title: str | None = None,
 ) -> View:
-    """The collapsed picture of everything the store holds.
+    """The collapsed picture of everything the store holds, but the check's own graphs.
 
     ``marks``: violations to show (default: those the last recorded check wrote).
     ``expand``: kinds of node (class local name or label, or ``all``) drawn one box per node;
@@ -56,12 +56,14 @@ def whole_graph(
         if marks is None:
             notes.append("no check is recorded in the store: run `provgraph check` to mark violations")
             marks = []
+    project = _project_name(store)
+    store = store.within(drawn_graphs(store))  # the imports and the statistics
     expanded = _expanded_classes(store, vocab, expand, max_nodes)
-    keys = NodeKeys(vocab, data_graphs(store), frozenset(expanded), exact=False)
+    keys = NodeKeys(vocab, frozenset(expanded), exact=False)
     # The fast path counts each node under each of its drawn types, then corrects the counts
     # for the nodes with several drawn types (:mod:`provgraph.views.multityped`); nodes with
     # a state of their own take the exact path (per-node keys, a GROUP BY over every node).
-    keys.exact = has_state_overrides(store, keys)
+    keys.exact = has_state_overrides(store)
     multi = None if keys.exact else MultiTyped(store, keys)
     groups = {r["s_key"].value: [int(r["n"].value), r["ex"].value] for r in group_rows(store, keys)}  # type: ignore[union-attr]
     if multi:
@@ -88,7 +90,6 @@ def whole_graph(
         notes.append(f"no nodes in state{'s' if len(empty) > 1 else ''}: {', '.join(empty)}")
     if not boxes:
         notes.append("the store holds no imported nodes: run `provgraph ingest` first")
-    project = _project_name(store)
     title = title or (f"provgraph: {project}" if project else "provgraph")
     return View(title, boxes, arrows, vocab.states, notes)
 
@@ -133,7 +134,7 @@ def _box(vocab: Vocabulary, key: str, n: int) -> Box:
 
 
 def _arrows(
-    store: Store, vocab: Vocabulary, keys: NodeKeys, boxes: dict[str, Box], multi: MultiTyped | None
+    store: Within, vocab: Vocabulary, keys: NodeKeys, boxes: dict[str, Box], multi: MultiTyped | None
 ) -> list[Arrow]:
     relations = " ".join(f"<{p}>" for p in vocab.relations)
     counts: Counts = defaultdict(int)
@@ -163,14 +164,15 @@ def _arrows(
 
 
 def _absent(
-    store: Store, vocab: Vocabulary, keys: NodeKeys, boxes: dict[str, Box], pairs: list[tuple[str, str]]
+    store: Within, vocab: Vocabulary, keys: NodeKeys, boxes: dict[str, Box], pairs: list[tuple[str, str]]
 ) -> list[Arrow]:
-    """Boxes for nodes that are pointed at but that no import describes (no type at all),
-    such as the output file of a call that was never written."""
+    """Boxes for nodes that are pointed at but that nothing describes (no type in any graph: the
+    ontology types the contract's clauses), such as the output file of a call that was never
+    written."""
     preds = " ".join(sorted({f"<{p}>" for _, p in pairs}))
-    rows = store.select(
-        f"""SELECT ?s ?p ?o WHERE {{
-          VALUES ?p {{ {preds} }} ?s ?p ?o . FILTER(isIRI(?o)) FILTER NOT EXISTS {{ ?o a ?any }} }}"""
+    rows = store.store.select(
+        f"""SELECT ?s ?p ?o WHERE {{ VALUES ?p {{ {preds} }} {in_graphs("?s ?p ?o", store.graphs)}
+          FILTER(isIRI(?o)) FILTER NOT EXISTS {{ ?o a ?any }} }}"""
     )
     subject_keys = keys.lookup(store, (r["s"].value for r in rows))  # type: ignore[union-attr]
     wanted = set(pairs)
