@@ -88,14 +88,14 @@ def nodes_section(
 def _node_facts(store: Store, foci: list[str]) -> dict[str, dict]:
     """Class labels and direct PROV links (derived -> source) of each focus node."""
     vocab = vocabulary(store)
-    relations = " ".join(f"<{p}>" for p in vocab.relations)
+    relations = ", ".join(f"<{p}>" for p in vocab.relations)  # FILTER IN (views.nodes.node_names)
     facts: dict[str, dict] = defaultdict(lambda: {"types": [], "links": []})
     plain = [f for f in foci if plain_iri(f)]
     for i in range(0, len(plain), 300):
         values = " ".join(f"<{f}>" for f in plain[i : i + 300])
         for r in store.select(
             f"""SELECT ?s ?c ?p ?o WHERE {{ VALUES ?s {{ {values} }}
-              {{ ?s a ?c }} UNION {{ VALUES ?p {{ {relations} }} ?s ?p ?o FILTER(isIRI(?o)) }} }}"""
+              {{ ?s a ?c }} UNION {{ ?s ?p ?o FILTER(?p IN ({relations}) && isIRI(?o)) }} }}"""
         ):
             s = r["s"].value  # type: ignore[union-attr]
             if r["c"] is not None:

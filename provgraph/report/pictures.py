@@ -33,13 +33,14 @@ NAME_CHARS = 36
 def _links(store: Store, foci: Sequence[str]) -> list[tuple[str, str, str]]:
     """The direct PROV links (derived, property, source) of the nodes, a few per node, one
     arrow per (node, source) pair (PROV's own property before provgraph's)."""
-    relations = " ".join(f"<{p}>" for p in vocabulary(store).relations)
+    relations = ", ".join(f"<{p}>" for p in vocabulary(store).relations)  # FILTER IN (node_names)
     edges: dict[tuple[str, str], str] = {}
     per: dict[str, int] = {}
     for block in value_blocks([f for f in foci if plain_iri(f)]):
         for r in store.select(
-            f"""SELECT ?s ?p ?o WHERE {{ VALUES ?s {{ {block} }} VALUES ?p {{ {relations} }}
-                ?s ?p ?o FILTER(isIRI(?o)) }} ORDER BY ?s DESC(STRSTARTS(STR(?p), "{PROV_NS}")) ?p ?o"""
+            f"""SELECT ?s ?p ?o WHERE {{ VALUES ?s {{ {block} }} ?s ?p ?o
+                FILTER(?p IN ({relations}) && isIRI(?o)) }}
+                ORDER BY ?s DESC(STRSTARTS(STR(?p), "{PROV_NS}")) ?p ?o"""
         ):
             s, o = r["s"].value, r["o"].value  # type: ignore[union-attr]
             if (s, o) not in edges and per.get(s, 0) < LINKS_DRAWN:

@@ -45,10 +45,12 @@ def node_names(store: Store, iris: Sequence[str]) -> dict[str, str]:
     names: dict[str, str] = {}
     rank: dict[str, int] = {}
     plain = [i for i in iris if plain_iri(i)]
-    props = " ".join(f"<{p}>" for p in NAME_PROPERTIES)
+    # FILTER IN, not a second VALUES block: Oxigraph evaluates ``VALUES ?s .. VALUES ?p ..
+    # ?s ?p ?v`` by scanning the store (7 s per block at 10^5 calls, 0.02 s so)
+    props = ", ".join(f"<{p}>" for p in NAME_PROPERTIES)
     for values in value_blocks(plain):
         for r in store.select(
-            f"SELECT ?s ?p ?v WHERE {{ VALUES ?s {{ {values} }} VALUES ?p {{ {props} }} ?s ?p ?v }}"
+            f"SELECT ?s ?p ?v WHERE {{ VALUES ?s {{ {values} }} ?s ?p ?v FILTER(?p IN ({props})) }}"
         ):
             s, p = r["s"].value, r["p"].value  # type: ignore[union-attr]
             order = NAME_PROPERTIES.index(p)
