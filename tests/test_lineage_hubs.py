@@ -85,6 +85,27 @@ def test_a_sampled_hub_without_a_recorded_summary_is_unverifiable(
     bundle.close()
 
 
+def test_without_a_recorded_count_a_trace_counts_a_hubs_sources_up_to_a_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No check recorded the grid's source counts: the trace counts them only up to
+    COUNT_BOUND (a million at 10^6 calls cost seconds per trace) and says "or more"."""
+    bundle = prepare(tmp_path / "clean", "clean", gen.generate)
+    claim = published_q(bundle)
+    monkeypatch.setattr(hubs, "HUB_THRESHOLD", 50)
+    exact = trace(bundle.store, claim)
+    assert exact.sampled and not any(x.at_least for x in exact.sampled)
+    big = max(exact.sampled, key=lambda x: x.total)
+    monkeypatch.setattr(hubs, "COUNT_BOUND", big.total - 1)
+    bounded = trace(bundle.store, claim)
+    (cut,) = [x for x in bounded.sampled if x.prop == big.prop]
+    assert (cut.total, cut.at_least) == (big.total - 1, True)
+    hidden = sum(x.total - len(x.shown) for x in bounded.sampled)
+    assert f"and {hidden:,} or more sources, sampled" in render_tree(bounded)
+    assert bounded.status == exact.status == "unverifiable"
+    bundle.close()
+
+
 def test_the_tree_says_how_many_sources_were_not_shown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -107,13 +107,15 @@ class Reason:
 
 @dataclass
 class Sampled:
-    """``total`` sources of ``source`` through ``prop``, of which ``shown`` are traced."""
+    """``total`` sources of ``source`` through ``prop``, of which ``shown`` are traced;
+    ``at_least``: the total is a lower bound (no check recorded the count, and counting stopped)."""
 
     source: str
     prop: str
     label: str
     total: int
     shown: list[str]
+    at_least: bool = False
 
 
 @dataclass

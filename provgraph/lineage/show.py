@@ -42,7 +42,9 @@ def render_tree(lineage: Lineage, base: str = "", max_children: int = 12) -> str
             key=lambda e: (e.label, lineage.nodes[e.target].label),
         )
         shown, rest = kids[:max_children], kids[max_children:]
-        hidden = sum(x.total - len(x.shown) for x in lineage.sampled if x.source == iri)
+        sampled = [x for x in lineage.sampled if x.source == iri]
+        hidden = sum(x.total - len(x.shown) for x in sampled)
+        more = "or more" if any(x.at_least for x in sampled) else "more"
         for i, edge in enumerate(shown):
             last = i == len(shown) - 1 and not rest and not hidden
             mark = "└── " if last else "├── "
@@ -58,7 +60,7 @@ def render_tree(lineage: Lineage, base: str = "", max_children: int = 12) -> str
             out.append(f"{pad}{mark}... and {len(rest)} more ({summary}); --format json lists them")
         if hidden:
             out.append(
-                f"{pad}└── ... and {hidden:,} more sources, sampled: what lies upstream of them "
+                f"{pad}└── ... and {hidden:,} {more} sources, sampled: what lies upstream of them "
                 "was recorded by the last check (see the status)"
             )
 
