@@ -26,7 +26,7 @@ from provgraph.store.base import Store
 HUB_THRESHOLD = 500
 HUB_SAMPLE = 3
 #: Sources of a hub counted in a trace when no check recorded how many there are.
-COUNT_BOUND = 10_000
+COUNT_BOUND = 1_000
 
 
 def hub_classes(store: Store) -> list[str]:
