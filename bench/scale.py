@@ -111,11 +111,11 @@ def run_step(step: str, bundle_root: Path, store, info: dict) -> dict:
         from provgraph.cli.info import base_iri
         from provgraph.lineage.resolve import resolve
         from provgraph.lineage.show import render_tree
-        from provgraph.lineage.trace import trace
+        from provgraph.lineage.trace import trace_many
 
         base = base_iri(store)
         matches = resolve(store, info["q"], base)
-        lineages = [trace(store, iri) for iri in matches]
+        lineages = trace_many(store, matches)  # as `provgraph lineage` traces a number's matches
         text = "".join(render_tree(lin, base) for lin in lineages)
         out["matches"] = len(matches)
         out["statuses"] = [lin.status for lin in lineages]

@@ -16,7 +16,7 @@ from provgraph.lineage.gate import run_gate
 from provgraph.lineage.model import STATUSES, status_of, worst
 from provgraph.lineage.resolve import resolve
 from provgraph.lineage.show import render_dot, render_tree
-from provgraph.lineage.trace import trace
+from provgraph.lineage.trace import trace, trace_many
 from provgraph.rdf.vocab import PG_NS
 from provgraph.rules import load_rules
 from provgraph.store import catalog
@@ -231,6 +231,19 @@ def test_unknown_targets_resolve_to_nothing(clean) -> None:
 def test_lineage_is_cut_at_its_size_limit(clean) -> None:
     lineage = trace(clean, resolve(clean, "182.29")[0], max_nodes=2)
     assert lineage.truncated and lineage.status == "unverifiable"
+
+
+@pytest.mark.parametrize("max_nodes", [3, 200])
+def test_lineages_walked_together_equal_lineages_walked_alone(clean, max_nodes: int) -> None:
+    # the report and `provgraph lineage` trace a number's matches in one walk; the matches of
+    # 182.29 share their registry value and statistic, 27/45's shares none of them
+    iris = resolve(clean, "182.29") + resolve(clean, "27/45")
+    assert len(iris) > 3
+    together = trace_many(clean, iris, max_nodes)
+    for iri, shared in zip(iris, together, strict=True):
+        alone = trace(clean, iri, max_nodes)
+        assert shared == alone
+        assert list(shared.nodes) == list(alone.nodes) and shared.edges == alone.edges  # same order
 
 
 def test_zip_helper_is_a_real_zip(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from provgraph.errors import UsageError
 from provgraph.lineage.resolve import resolve
-from provgraph.lineage.trace import trace as trace_lineage
+from provgraph.lineage.trace import trace_many
 from provgraph.rdf.sparql import plain_iri
 from provgraph.rdf.vocab import PG_NS, RDFS_NS
 from provgraph.store.base import Store
@@ -147,7 +147,7 @@ def lineage_view(store: Store, target: str, marks: Sequence[Mark] | None = None)
     matches = resolve(store, target)
     if not matches:
         raise UsageError(f"{target!r} matches no node or reported number in the graph")
-    traces = [trace_lineage(store, iri) for iri in matches]
+    traces = trace_many(store, matches)
     iris = list(dict.fromkeys(iri for t in traces for iri in t.nodes))
     edges = [(e.source, e.prop, e.target) for t in traces for e in t.edges]
     several = len(traces) > 1
