@@ -49,15 +49,16 @@ def test_failing_after_megabytes_leaves_no_graph(tmp_path: Path, late_plugin) ->
 
 def test_a_large_source_is_loaded_in_segments(tmp_path: Path, monkeypatch) -> None:
     # one chunk (1 MiB) per bulk load: a plan of 30,000 calls (several MiB of N-Triples) takes
-    # several loads into the same staging graph, and every triple arrives exactly once
+    # several loads into the same staging graph, each of whole lines, and every triple arrives
+    # exactly once
     plan = "call_id,case,condition\n" + "".join(f"C{i},s{i // 2},{'AB'[i % 2]}\n" for i in range(30_000))
     root = write_bundle(tmp_path / "b", {"plan.csv": plan}, PLAN_CONTRACT)
     loads: list[str] = []
-    real = type(open_store(tmp_path / "probe")).bulk_load_stream
+    real = type(open_store(tmp_path / "probe")).bulk_load_bytes
     monkeypatch.setattr(catalog, "_SEGMENT", 1)
     store = open_store(tmp_path / "store")
     monkeypatch.setattr(
-        type(store), "bulk_load_stream", lambda self, f, g: (loads.append(g), real(self, f, g))[1]
+        type(store), "bulk_load_bytes", lambda self, b, g: (loads.append(g), real(self, b, g))[1]
     )
     _, results, _ = ingest_bundle(root, store)
     (result,) = [r for r in results if r.rel == "plan.csv"]
@@ -80,10 +81,9 @@ def test_a_loader_failure_fails_the_import(tmp_path: Path, monkeypatch) -> None:
     store = open_store(tmp_path / "store")
 
     def broken(self, ntriples, graph):
-        ntriples.read(10)
         raise StoreError("disk full")
 
-    monkeypatch.setattr(type(store), "bulk_load_stream", broken)
+    monkeypatch.setattr(type(store), "bulk_load_bytes", broken)
     _, results, _ = ingest_bundle(root, store)
     (plan,) = [r for r in results if r.rel == "plan.csv"]
     assert plan.outcome == "failed" and "disk full" in plan.error

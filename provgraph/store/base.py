@@ -113,12 +113,12 @@ class Store(ABC):
     def bulk_load(self, ntriples: Path, graph: str) -> None:
         """Load an N-Triples file into ``graph`` as fast as possible. Not atomic."""
 
-    #: Whether :meth:`bulk_load_stream` works (loading while the N-Triples are still written).
+    #: Whether :meth:`bulk_load_bytes` works (loading segments while the next is written).
     streams_loads: bool = False
 
-    def bulk_load_stream(self, ntriples: IO[bytes], graph: str) -> None:
-        """Load N-Triples from a binary stream into ``graph`` as fast as possible, adding to what
-        it holds (a large source arrives in several calls). Not atomic."""
+    def bulk_load_bytes(self, ntriples: bytes, graph: str) -> None:
+        """Load a segment of N-Triples into ``graph`` as fast as possible, adding to what it
+        holds (a large source arrives in several segments). Not atomic."""
         raise NotImplementedError
 
     @abstractmethod

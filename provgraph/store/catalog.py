@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
-import io
 import logging
 import queue
 import re
@@ -152,73 +151,48 @@ def replace_from(store: Store, key: str, fingerprint: str, produce: Callable[[IO
 
 
 _CHUNK = 1 << 20
-#: Chunks per bulk load. Oxigraph's bulk loader holds memory in proportion to what one call
-#: loads (3.3 M quads in one call: 1.75 GiB peak; in 1 M-quad calls: 0.95 GiB), so a large
-#: source is loaded in segments of about 256 MiB of N-Triples. Each call has a fixed cost:
-#: ingesting 10^5 calls took 71 s unsegmented (1.51 GiB), 71 s in 256 MiB segments (1.30 GiB),
-#: 84 s in 128 MiB segments (1.04 GiB). Fed faster (issue 21), the loader peaked higher in 256
-#: MiB segments (1.49 GiB against main's 1.28 at 10^5 calls); in 192 MiB ones, 1.19 GiB.
-_SEGMENT = 192
-_END, _ABORT = None, b""
+#: Megabytes of N-Triples per bulk load. Oxigraph loads a byte string with its parallel parser
+#: and without the interpreter lock, where a Python stream is parsed on one thread that takes
+#: the lock for every read, which the importer holds: loader and importer then ran one after
+#: the other (10^4 calls: importer alone 3 s, load alone 4.3 s, both streamed 8 s). A segment
+#: is a byte string, loaded while the next is written; the loader's memory grows with what
+#: one call loads (3.3 M quads in one call: 1.75 GiB peak; in 1 M-quad calls: 0.95 GiB), so a
+#: large source is loaded in several calls, each with a fixed cost.
+_SEGMENT = 16
+
+_END, _ABORT = None, object()  # end of the source; the producer failed
 
 
-class _Abandoned(OSError):
-    """The producer failed: the loader stops reading."""
+class _SegmentWriter:
+    """The producer's end: N-Triples text, handed to the loader in segments of about
+    ``_SEGMENT`` MiB. Segments are cut between writes, so every write must end at a line end."""
 
-
-class _QueueReader(io.RawIOBase):
-    """The loader's end: bytes from the producer's queue."""
-
-    def __init__(self, chunks: queue.Queue, limit: int | None = None) -> None:
-        self._chunks = chunks
-        self._buf = memoryview(b"")
-        self._done = False
-        self._left = limit  # chunks this reader may take (each ends at a line end); None: all
-        self.ended = False  # the producer's end was reached
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:  # type: ignore[override]
-        while not self._buf and not self._done:
-            if self._left == 0:
-                self._done = True
-                break
-            chunk = self._chunks.get()
-            if chunk is _END:
-                self._done = self.ended = True
-            elif chunk is _ABORT:
-                raise _Abandoned("the import was abandoned")
-            else:
-                self._buf = memoryview(chunk)
-                if self._left is not None:
-                    self._left -= 1
-        n = min(len(b), len(self._buf))
-        b[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
-        return n
-
-
-class _QueueWriter:
-    """The producer's end: N-Triples text, handed to the loader in chunks of about 1 MiB."""
-
-    def __init__(self, chunks: queue.Queue, loader: threading.Thread, failure: list[BaseException]) -> None:
-        self._chunks, self._loader, self._failure = chunks, loader, failure
-        self._parts: list[str] = []
+    def __init__(self, segments: queue.Queue, loader: threading.Thread, failure: list[BaseException]) -> None:
+        self._segments, self._loader, self._failure = segments, loader, failure
+        self._parts: list[str] = []  # text not yet encoded
         self._size = 0
+        self._encoded: list[bytes] = []  # this segment's encoded chunks
+        self._chunks = 0
 
     def write(self, text: str) -> int:
         self._parts.append(text)
         self._size += len(text)
         if self._size >= _CHUNK:
-            self._put("".join(self._parts).encode("utf-8"))
-            self._parts, self._size = [], 0
+            self._encode()
+            if self._chunks >= _SEGMENT:
+                self._put(b"".join(self._encoded))
+                self._encoded, self._chunks = [], 0
         return len(text)
 
-    def _put(self, item: bytes | None) -> None:
+    def _encode(self) -> None:
+        self._encoded.append("".join(self._parts).encode("utf-8"))
+        self._parts, self._size = [], 0
+        self._chunks += 1
+
+    def _put(self, item: object) -> None:
         while True:
             try:
-                self._chunks.put(item, timeout=0.2)
+                self._segments.put(item, timeout=0.2)
                 return
             except queue.Full:
                 if not self._loader.is_alive():  # the loader failed: stop producing
@@ -228,8 +202,10 @@ class _QueueWriter:
 
     def close(self) -> None:
         if self._parts:
-            self._put("".join(self._parts).encode("utf-8"))
-            self._parts = []
+            self._encode()
+        if any(self._encoded):
+            self._put(b"".join(self._encoded))
+            self._encoded = []
         self._put(_END)
 
     def abort(self) -> None:
@@ -239,22 +215,22 @@ class _QueueWriter:
 
 
 def _load_streaming(store: Store, graph: str, produce: Callable[[IO[str]], None]) -> None:
-    chunks: queue.Queue = queue.Queue(maxsize=16)
+    # one segment waits while one loads and the next is written: three segments at most
+    segments: queue.Queue = queue.Queue(maxsize=1)
     failure: list[BaseException] = []
 
     def load() -> None:
         try:
-            while True:  # one bulk load per segment: bounded memory, whatever the source's size
-                reader = _QueueReader(chunks, _SEGMENT)
-                store.bulk_load_stream(io.BufferedReader(reader, _CHUNK), graph)
-                if reader.ended:
+            while (segment := segments.get()) is not _END:
+                if segment is _ABORT:
                     return
+                store.bulk_load_bytes(segment, graph)
         except BaseException as err:
             failure.append(err)
 
     loader = threading.Thread(target=load, name="provgraph-load", daemon=True)
     loader.start()
-    writer = _QueueWriter(chunks, loader, failure)
+    writer = _SegmentWriter(segments, loader, failure)
     try:
         produce(writer)  # type: ignore[arg-type]
         writer.close()

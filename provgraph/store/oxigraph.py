@@ -69,15 +69,15 @@ class OxigraphStore(Store):
 
     streams_loads = True
 
-    def bulk_load_stream(self, ntriples: IO[bytes], graph: str) -> None:
+    def bulk_load_bytes(self, ntriples: bytes, graph: str) -> None:
         try:
             self._ox.bulk_load(
-                input=ntriples,
+                input=ntriples,  # bytes: parsed in parallel, without the interpreter lock
                 format=ox.RdfFormat.N_TRIPLES,
                 to_graph=ox.NamedNode(graph),
                 lenient=True,  # every IRI was minted through terms.mint and is valid by construction
             )
-        except OSError as err:
+        except (OSError, SyntaxError) as err:
             raise StoreError(f"{self.location}: bulk load into <{graph}> failed: {err}") from err
 
     def drop_graph(self, graph: str) -> None:
