@@ -82,7 +82,8 @@ def trace_many(store: Store, iris: list[str], max_nodes: int = DEFAULT_MAX_NODES
     nodes), so each node's sources are read once and each node described once."""
     walk = _Walk(store)
     found = [walk.lineage(iri, max_nodes) for iri in iris]
-    nodes = describe(store, list(dict.fromkeys(n for order, *_ in found for n in order)), walk.hubs)
+    hubs = {x.source for sampled in walk.sampled.values() for x in sampled}
+    nodes = describe(store, list(dict.fromkeys(n for order, *_ in found for n in order)), hubs)
     out = []
     for iri, (order, edges, sampled, truncated) in zip(iris, found, strict=True):
         mine = {n: nodes[n] for n in order}
@@ -110,7 +111,6 @@ class _Walk:
         self.classes = hub_classes(store)
         self.found: dict[str, list[tuple[str, str, str, bool]]] = {}  # node -> its edges, in order
         self.sampled: dict[str, list[Sampled]] = {}  # hub -> its sampled sources
-        self.hubs: set[str] = set()
 
     def lineage(self, iri: str, max_nodes: int) -> tuple[list[str], list[Edge], list[Sampled], bool]:
         """The nodes (in walk order), edges and sampled hubs of ``iri``'s lineage, and whether
@@ -143,7 +143,6 @@ class _Walk:
         found: list[tuple[str, str, str, bool]] = []
         big = big_hubs(store, batch, self.classes, self.prop_list)
         for hub in sorted(big):
-            self.hubs.add(hub)
             self.sampled[hub] = sample_sources(store, hub, self.props)
             found += [(hub, x.prop, o, False) for x in self.sampled[hub] for o in x.shown]
         walk = [n for n in batch if n not in big]

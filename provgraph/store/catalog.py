@@ -151,7 +151,7 @@ def replace_from(store: Store, key: str, fingerprint: str, produce: Callable[[IO
 
 
 _CHUNK = 1 << 20
-#: Megabytes of N-Triples per bulk load. Oxigraph loads a byte string with its parallel parser
+#: MiB of N-Triples per bulk load. Oxigraph loads a byte string with its parallel parser
 #: and without the interpreter lock, where a Python stream is parsed on one thread that takes
 #: the lock for every read, which the importer holds: loader and importer then ran one after
 #: the other (10^4 calls: importer alone 3 s, load alone 4.3 s, both streamed 8 s). A segment
@@ -169,25 +169,21 @@ class _SegmentWriter:
 
     def __init__(self, segments: queue.Queue, loader: threading.Thread, failure: list[BaseException]) -> None:
         self._segments, self._loader, self._failure = segments, loader, failure
-        self._parts: list[str] = []  # text not yet encoded
+        self._parts: list[str] = []
         self._size = 0
-        self._encoded: list[bytes] = []  # this segment's encoded chunks
-        self._chunks = 0
 
     def write(self, text: str) -> int:
         self._parts.append(text)
         self._size += len(text)
-        if self._size >= _CHUNK:
-            self._encode()
-            if self._chunks >= _SEGMENT:
-                self._put(b"".join(self._encoded))
-                self._encoded, self._chunks = [], 0
+        if self._size >= _SEGMENT * _CHUNK:
+            self._flush()
         return len(text)
 
-    def _encode(self) -> None:
-        self._encoded.append("".join(self._parts).encode("utf-8"))
+    def _flush(self) -> None:
+        segment = "".join(self._parts).encode("utf-8")
         self._parts, self._size = [], 0
-        self._chunks += 1
+        if segment:
+            self._put(segment)
 
     def _put(self, item: object) -> None:
         while True:
@@ -201,11 +197,7 @@ class _SegmentWriter:
                     raise StoreError("the store stopped loading") from None
 
     def close(self) -> None:
-        if self._parts:
-            self._encode()
-        if any(self._encoded):
-            self._put(b"".join(self._encoded))
-            self._encoded = []
+        self._flush()
         self._put(_END)
 
     def abort(self) -> None:
