@@ -7,7 +7,9 @@ The phases are those of ``provgraph check`` (:func:`provgraph.lineage.gate.run_g
 ``refresh`` (``refresh_derived``: statistics, call view, pixel view), ``rules``
 (``run_check``), ``record`` (``record_check``) and ``hubs`` (``record_hubs``); and ``stats``,
 the statistics recomputed even when their inputs did not change (``provgraph stats``), and
-``callview`` / ``pixelview``, refresh's last two steps alone. All run in this
+``callview``, ``fileview``, ``caseview``, ``pixelview``, ``decodingview``, refresh's view steps
+one at a time (in that order: the later ones read the call view); ``--readers N`` runs the
+rules on N threads (default one per core, up to 4). All run in this
 one process, in that order; before each, the kernel's high-water mark is reset
 (``/proc/self/clear_refs``), and a thread samples the resident set every 50 ms as well, so each
 phase's peak is its own. ``hubs`` alone (no ``rules``) reuses the check the store recorded.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import sys
@@ -58,10 +61,15 @@ class Sampler:
             Path("/proc/self/clear_refs").write_text("5")
 
 
+#: refresh's view steps (after the statistics), each a phase of its own
+VIEWS = ("callview", "fileview", "caseview", "pixelview", "decodingview")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--store", type=Path, required=True)
     ap.add_argument("--phases", default="refresh,rules,record,hubs")
+    ap.add_argument("--readers", type=int, help="rules run at once (default: one per core, up to 4)")
     ap.add_argument("--baseline", type=Path, help="a folder holding another provgraph package")
     args = ap.parse_args()
     if args.baseline:
@@ -70,7 +78,8 @@ def main() -> None:
     import provgraph
     from provgraph.lineage.gate import refresh_derived
     from provgraph.lineage.hubs import record_hubs
-    from provgraph.rules import callview, load_rules, pixelview, record_check, run_check
+    from provgraph.rules import load_rules, record_check, run_check
+    from provgraph.rules.runner import default_readers
     from provgraph.stats import materialize
     from provgraph.store import open_store
 
@@ -84,16 +93,17 @@ def main() -> None:
         t0 = time.perf_counter()
         extra: dict = {}
         if phase == "refresh":
-            refresh_derived(store)
+            refresh_derived(store, readers=args.readers)
         elif phase == "rules":
-            report = run_check(store, load_rules())
+            report = run_check(store, load_rules(), readers=args.readers)
+            extra["readers"] = args.readers or default_readers()
             extra["violations"] = sum(len(r.violations) for r in report.results)
             extra["passed"] = report.passed
         elif phase == "record":
             assert report is not None, "record needs the rules phase first"
             record_check(store, report)
-        elif phase in ("callview", "pixelview"):  # refresh's last two steps, one at a time
-            (callview if phase == "callview" else pixelview).refresh(store)
+        elif phase in VIEWS:  # refresh's steps one at a time, in refresh's order
+            importlib.import_module(f"provgraph.rules.{phase}").refresh(store)
         elif phase == "stats":  # the statistics alone, recomputed whether or not inputs changed
             materialize.refresh(store, force=True)
         elif phase == "hubs":

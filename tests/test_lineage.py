@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -32,13 +33,12 @@ BASE = "https://example.org/cxr-audit/"
 
 def load_statistics(store) -> None:
     """Load issue 5's statistic nodes (a Turtle fixture) as their own graph of the real store."""
-    nt = FIXTURES / "lineage" / "statistics.nt"
     triples = ox.parse(path=str(FIXTURES / "lineage" / "statistics.ttl"), format=ox.RdfFormat.TURTLE)
-    ox.serialize(triples, str(nt), format=ox.RdfFormat.N_TRIPLES)
-    try:
+    # a file of this test's own: parallel test workers each load the fixture
+    with tempfile.TemporaryDirectory() as tmp:
+        nt = Path(tmp) / "statistics.nt"
+        ox.serialize(triples, str(nt), format=ox.RdfFormat.N_TRIPLES)
         catalog.replace(store, "fixture:statistics", "1", nt)
-    finally:
-        nt.unlink()
 
 
 def checked(root: Path, statistics: bool = True, rules=None):

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
 from conftest import RULE_FIXTURES, ingest_bundle, rule_bundle, write_bundle
 from fixtures import rulepairs
 
-from provgraph.errors import RuleError, UsageError
+from provgraph.errors import RuleError, StoreUnavailable, UsageError
 from provgraph.lineage.gate import run_gate
 from provgraph.rdf.vocab import PG_NS, defined_terms
 from provgraph.rules import load_rules, parse_rule, run_check
 from provgraph.rules.formats import gate_line
 from provgraph.rules.rule import APPLIES
-from provgraph.rules.runner import _FACTS, select_rules
+from provgraph.rules.runner import _FACTS, in_parallel, select_rules
 
 RULES = load_rules()
 RULE_IDS = [r.id for r in RULES]
@@ -246,3 +247,22 @@ def test_selection_errors() -> None:
 def test_no_contract_in_store_is_a_usage_error(memory_store) -> None:
     with pytest.raises(UsageError, match="no contract in the store"):
         run_check(memory_store, RULES)
+
+
+def test_rules_in_parallel_keep_their_order_and_stop_at_a_store_failure() -> None:
+    # results come back in the rules' order though later ones finish first; a rule whose
+    # store stops answering ends the run, and the rules not yet started never start
+    started: list[int] = []
+
+    def run(i: int) -> int:
+        started.append(i)
+        time.sleep((10 - i) * 0.002 if i < 10 else 0.01)
+        if i == 12:
+            raise StoreUnavailable("gone")
+        return i
+
+    assert list(in_parallel(run, range(10), 2)) == list(range(10))
+    started.clear()
+    with pytest.raises(StoreUnavailable):
+        list(in_parallel(run, range(200), 2))
+    assert len(started) < 200

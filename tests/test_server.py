@@ -338,7 +338,9 @@ def test_server_killed_mid_check_fails_the_gate_closed(own_server: OxigraphServe
 
     with pytest.raises(StoreUnavailable, match="SPARQL server"):
         run_gate(store, RULES, record=False, on_result=kill_after_first_rule)
-    assert len(ran) == 1  # no report was produced for the rest: nothing can read as a pass
+    # no report was produced: nothing can read as a pass. (Rules run side by side, so the
+    # ones that had finished before the kill are still shown; the rest never are.)
+    assert 1 <= len(ran) < len(RULES)
 
 
 KILL_SCRIPT = textwrap.dedent("""

@@ -101,6 +101,9 @@ def command(
 
     Each full-clause run is recorded in the store as a pg:Check activity whose violations
     point at their focus nodes (used by lineage and the report).
+
+    Rules and derived views run side by side, one thread per core (up to 4);
+    PROVGRAPH_WORKERS=1 runs them one at a time.
     """
     # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.lineage.gate import run_gate

@@ -17,13 +17,13 @@ from __future__ import annotations
 import gc
 import io
 import multiprocessing
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from provgraph.importers.dicom import import_members
 from provgraph.ingest.api import ImportContext, Problem
 from provgraph.rdf.terms import IRI, TripleWriter, mint  # the worker formats triples itself
+from provgraph.store.base import worker_count
 
 #: Folders with fewer members are read serially (starting workers costs more than it saves).
 MIN_FILES = 64
@@ -42,17 +42,6 @@ class _Job:
 
 
 _JOB: _Job | None = None  # set before the workers fork: they inherit it
-
-
-def worker_count() -> int:
-    """Workers to use: ``$PROVGRAPH_WORKERS``, else the CPUs this process may run on."""
-    wanted = os.environ.get("PROVGRAPH_WORKERS", "").strip()
-    if wanted.isdigit() and int(wanted) >= 1:
-        return int(wanted)
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not every platform has it
-        return os.cpu_count() or 1
 
 
 def import_in_parallel(ctx: ImportContext, members: Any, tree: bool, patients: Any) -> bool:

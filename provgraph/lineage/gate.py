@@ -5,10 +5,11 @@ order (:func:`run_gate` does all three):
 
 1. :func:`refresh_derived`: the statistics the analysis clause checks are recomputed (or a
    stale statistics graph is dropped), and the per-call evidence view
-   (:mod:`provgraph.rules.callview`) and the file class closure (:mod:`provgraph.rules.fileview`)
-   are brought up to date, then the per-case evidence view
-   (:mod:`provgraph.rules.caseview`) and the pixel verdicts
-   (:mod:`provgraph.rules.pixelview`) that read it, so the rules read current derived evidence;
+   (:mod:`provgraph.rules.callview`), the file class closure (:mod:`provgraph.rules.fileview`)
+   and the decoding settings (:mod:`provgraph.rules.decodingview`) are brought up to date, side
+   by side, then the per-case evidence view (:mod:`provgraph.rules.caseview`) and the pixel
+   verdicts (:mod:`provgraph.rules.pixelview`) that read the call view, so the rules read
+   current derived evidence;
 2. :func:`provgraph.rules.run_check`: the rules, all against one state of the store;
 3. :func:`record_check_and_hubs`: the check is written into the store, then what lies upstream
    of each large lineage hub, which reads the violations just written.
@@ -21,6 +22,7 @@ that an ingest killed midway left half-updated.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from provgraph.errors import StoreError
 from provgraph.ingest.run import describe_unfinished
@@ -28,7 +30,14 @@ from provgraph.lineage.hubs import record_hubs
 from provgraph.rules import callview, caseview, decodingview, fileview, pixelview
 from provgraph.rules.recorded import write_record
 from provgraph.rules.rule import Rule
-from provgraph.rules.runner import CheckReport, RuleResult, contract_state, record_check, run_check
+from provgraph.rules.runner import (
+    CheckReport,
+    RuleResult,
+    contract_state,
+    default_readers,
+    record_check,
+    run_check,
+)
 from provgraph.stats import materialize
 from provgraph.store import catalog
 from provgraph.store.base import Store
@@ -56,25 +65,43 @@ def require_complete_ingest(store: Store) -> None:
         )
 
 
-def refresh_derived(store: Store) -> None:
+def refresh_derived(store: Store, readers: int | None = None) -> None:
     """Bring the derived evidence up to date before the rules read it.
 
     The statistics are recomputed when the contract declares the analysis clause (unchanged
     inputs cost one fingerprint comparison); otherwise a statistics graph whose inputs changed
-    is dropped. The derived views (per call, file classes, per case, pixel verdicts) are
-    recomputed when any import changed. Raises :class:`~provgraph.errors.UsageError` when the
-    store holds no contract.
+    is dropped. The derived views (per call, file classes, per case, pixel verdicts, decoding)
+    are recomputed when any import changed. On a store that answers several queries at once
+    they run side by side on ``readers`` threads (default one per core, up to 4; 1 runs them
+    in turn): the call view, the statistics, the file classes and the decoding settings read
+    only imports; the per-case view and the pixel verdicts read the call view, so they start
+    when it is done. The views write one at a time (:mod:`provgraph.store.catalog`). Raises
+    :class:`~provgraph.errors.UsageError` when the store holds no contract.
     """
     _, _, in_force = contract_state(store)
-    if "analysis" in in_force:
-        materialize.refresh(store)
-    else:
-        materialize.drop_if_stale(store)
-    callview.refresh(store)
-    fileview.refresh(store)
-    caseview.refresh(store)  # reads the call evidence view: after it
-    pixelview.refresh(store)  # reads the call evidence view: after it
-    decodingview.refresh(store)
+
+    def statistics(store: Store) -> None:
+        if "analysis" in in_force:
+            materialize.refresh(store)
+        else:
+            materialize.drop_if_stale(store)
+
+    first = [callview.refresh, statistics, fileview.refresh, decodingview.refresh]
+    after_calls = [caseview.refresh, pixelview.refresh]  # they read the call view
+    readers = (default_readers() if readers is None else readers) if store.concurrent_reads else 1
+    if readers <= 1:
+        for step in first + after_calls:
+            step(store)
+        return
+    pool = ThreadPoolExecutor(readers, thread_name_prefix="provgraph-view")
+    try:
+        calls, *running = [pool.submit(step, store) for step in first]
+        calls.result()
+        running += [pool.submit(step, store) for step in after_calls]
+        for future in running:
+            future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def record_check_and_hubs(store: Store, report: CheckReport) -> list[str]:

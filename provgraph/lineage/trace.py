@@ -186,23 +186,29 @@ def inferred_statistics(store: Store, batch: list[str]) -> list[tuple[str, str, 
     if not numbers:
         return []
     values = " ".join(f"<{r['n'].value}>" for r in numbers)  # type: ignore[union-attr]
-    rows = store.select(
+    # the candidates (numbers no binding or recomputation decides) in a query of their own:
+    # as a sub-select, Oxigraph matched every statistic first (27 ms at 10^6 calls for none)
+    candidates = store.select(
         f"""PREFIX pg: <{PG_NS}>
-        SELECT DISTINCT ?n ?stat WHERE {{
-          {{ SELECT ?n ?name ?v ?res WHERE {{ VALUES ?n {{ {values} }}
-            {{ ?n a pg:Claim ; pg:resolution ?res . }} UNION {{ ?n a pg:RegistryValue . BIND(0.0 AS ?res) }}
-            ?n pg:statName ?name ; pg:value ?v .
-            FILTER NOT EXISTS {{ ?n pg:recomputedAs ?any }}
-            FILTER NOT EXISTS {{ ?n pg:registryValue ?rv }}
-            FILTER NOT EXISTS {{ ?n pg:bindingNote ?note }} }} }}
-          # the batch's candidates first (a sub-select): joined the other way, Oxigraph walks
-          # every statistic of the store once per batch
-          ?stat a pg:Statistic ; pg:statName ?name ; pg:value ?sv .
-          FILTER(ABS(?sv - ?v) <= ?res / 2 + 0.0000001)
-          FILTER NOT EXISTS {{ ?stat pg:condition ?cond
-            FILTER NOT EXISTS {{ ?n pg:boundCondition|pg:condition ?cond }} }}
-        }} ORDER BY ?n ?stat"""
+        SELECT ?n ?name ?v ?res WHERE {{ VALUES ?n {{ {values} }}
+          {{ ?n a pg:Claim ; pg:resolution ?res . }} UNION {{ ?n a pg:RegistryValue . BIND(0.0 AS ?res) }}
+          ?n pg:statName ?name ; pg:value ?v .
+          FILTER NOT EXISTS {{ ?n pg:recomputedAs ?any }}
+          FILTER NOT EXISTS {{ ?n pg:registryValue ?rv }}
+          FILTER NOT EXISTS {{ ?n pg:bindingNote ?note }} }}"""
     )
+    rows = []
+    if candidates:
+        table = " ".join(f"({' '.join(str(r[k]) for k in ('n', 'name', 'v', 'res'))})" for r in candidates)
+        rows = store.select(
+            f"""PREFIX pg: <{PG_NS}>
+            SELECT DISTINCT ?n ?stat WHERE {{ VALUES (?n ?name ?v ?res) {{ {table} }}
+              ?stat pg:statName ?name ; a pg:Statistic ; pg:value ?sv .
+              FILTER(ABS(?sv - ?v) <= ?res / 2 + 0.0000001)
+              FILTER NOT EXISTS {{ ?stat pg:condition ?cond
+                FILTER NOT EXISTS {{ ?n pg:boundCondition|pg:condition ?cond }} }}
+            }} ORDER BY ?n ?stat"""
+        )
     found = [(r["n"].value, PG_NS + "recomputedAs", r["stat"].value, True) for r in rows]  # type: ignore[union-attr]
     # a percentage stated over k/n, and a significance threshold, have evidence of their own
     return found + _stated_over(store, values) + _thresholds(store, values)

@@ -134,35 +134,30 @@ def gather(store: Store) -> dict[str, CallEvidence]:
     """Every call's evidence, keyed by the call node's IRI."""
     calls: dict[str, CallEvidence] = defaultdict(CallEvidence)
     reviews: dict[str, list[Attempt]] = defaultdict(list)
-    for r in store.select(_P + _RECORDS):
-        attempt = Attempt(
-            r["ended"].value if r["ended"] else "",  # type: ignore[union-attr]
-            r["path"].value if r["path"] else "",  # type: ignore[union-attr]
-            int(r["line"].value) if r["line"] else 0,  # type: ignore[union-attr]
-            r["rec"].value,  # type: ignore[union-attr]
-            r["status"].value if r["status"] else "",  # type: ignore[union-attr]
-        )
-        if r["review"] is not None and r["review"].value == "true":
-            reviews[r["call"].value].append(attempt)  # type: ignore[union-attr]
+    # (values as tuples, not rows of terms: a third of a scan's time at 10^5 calls)
+    for call, rec, status, ended, path, line, review in store.stream(_P + _RECORDS):
+        attempt = Attempt(ended or "", path or "", int(line) if line else 0, rec, status or "")  # type: ignore[arg-type]
+        if review == "true":
+            reviews[call].append(attempt)  # type: ignore[index]
         else:
-            calls[r["call"].value].records.append(attempt)  # type: ignore[union-attr]
+            calls[call].records.append(attempt)  # type: ignore[index]
     for call, read in reviews.items():
         if not calls[call].records:  # no record of the request: the review is the attempt
             calls[call].records.extend(read)
-    for r in store.select(_P + _EVIDENCE["image"]):
-        calls[r["call"].value].images.add(r["v"].value)  # type: ignore[union-attr]
+    for call, v in store.stream(_P + _EVIDENCE["image"]):
+        calls[call].images.add(v)  # type: ignore[index, arg-type]
     file_shas: dict[str, set[str]] = defaultdict(set)
-    for r in store.select(_P + _EVIDENCE["file"]):
-        calls[r["call"].value].files.add(r["f"].value)  # type: ignore[union-attr]
-        if r["v"] is not None:
-            file_shas[r["call"].value].add(r["v"].value)  # type: ignore[union-attr]
+    for call, f, v in store.stream(_P + _EVIDENCE["file"]):
+        calls[call].files.add(f)  # type: ignore[index, arg-type]
+        if v is not None:
+            file_shas[call].add(v)  # type: ignore[index]
     for call, shas in file_shas.items():
         if not calls[call].images:  # no hash taken at the request: the files' bytes stand in
             calls[call].images |= shas
-    for r in store.select(_P + _EVIDENCE["prompt"]):
-        calls[r["call"].value].prompts.add(r["v"].value)  # type: ignore[union-attr]
-    for r in store.select(_P + _EVIDENCE["id"]):
-        calls[r["call"].value].ids.add(r["v"].value)  # type: ignore[union-attr]
+    for call, v in store.stream(_P + _EVIDENCE["prompt"]):
+        calls[call].prompts.add(v)  # type: ignore[index, arg-type]
+    for call, v in store.stream(_P + _EVIDENCE["id"]):
+        calls[call].ids.add(v)  # type: ignore[index, arg-type]
     return calls
 
 
@@ -227,11 +222,6 @@ _OTHER_RECORDS = """SELECT ?rec ?call ?res WHERE {
 _REQUEST_MODELS = "SELECT ?call ?v WHERE { ?q a pg:BatchRequest ; pg:forCall ?call ; pg:requestedModel ?v }"
 
 
-def _value(row: object, name: str) -> str:
-    term = row[name]  # type: ignore[index]
-    return term.value if term is not None else ""
-
-
 def attempt_models(resolved: set[str], asked: set[str]) -> set[str]:
     """The model(s) an attempt with no requested model of its own asked for: the request of its
     call that named the model it resolved to (a retry may have asked for another), else every
@@ -244,34 +234,31 @@ def write_identity(w: TripleWriter, store: Store) -> None:
     add = w.add
     facts: dict[str, dict[str, set[str]]] = {"condition": defaultdict(set), "case": defaultdict(set)}
     for prop, fact in (("condition", PG.callCondition), ("case", PG.callCase)):
-        for r in store.select(_P + _CALL_FACTS.replace("PROP", prop)):
-            call, value = _value(r, "call"), _value(r, "v")
-            add(IRI(call), fact, IRI(value))
-            facts[prop][call].add(value)
+        for call, value in store.stream(_P + _CALL_FACTS.replace("PROP", prop)):
+            add(IRI(call), fact, IRI(value))  # type: ignore[arg-type]
+            facts[prop][call].add(value)  # type: ignore[index, arg-type]
     prompts = Prompts(facts["condition"], facts["case"])
-    for r in store.select(_P + _PROMPTS):
-        call, capture, sha = _value(r, "call"), _value(r, "capture"), _value(r, "h")
+    for call, capture, sha, system, user in store.stream(_P + _PROMPTS):
         # one node per (call, capture, prompt): the hash says which prompt, so it is unique
         node = f"{call}#prompt-{hashlib.sha256(f'{capture} {sha}'.encode()).hexdigest()[:16]}"
-        add(IRI(call), PG.promptEvidence, IRI(node))
+        add(IRI(call), PG.promptEvidence, IRI(node))  # type: ignore[arg-type]
         add(IRI(node), PG.capturedAt, capture)
         add(IRI(node), PG.executedPromptSha256, sha)
-        add(IRI(node), PG.executedSystemSha256, _value(r, "sys") or None)
-        add(IRI(node), PG.executedUserSha256, _value(r, "user") or None)
-        prompts.add(call, capture, sha, node)
+        add(IRI(node), PG.executedSystemSha256, system or None)
+        add(IRI(node), PG.executedUserSha256, user or None)
+        prompts.add(call, capture, sha, node)  # type: ignore[arg-type]
     del facts
     prompts.write(w)
-    for r in store.select(_P + _OWN_MODELS):
-        add(IRI(_value(r, "rec")), PG.attemptModel, _value(r, "v"))
+    for rec, v in store.stream(_P + _OWN_MODELS):
+        add(IRI(rec), PG.attemptModel, v)  # type: ignore[arg-type]
     asked: dict[str, set[str]] = defaultdict(set)
-    for r in store.select(_P + _REQUEST_MODELS):
-        asked[_value(r, "call")].add(_value(r, "v"))
+    for call, v in store.stream(_P + _REQUEST_MODELS):
+        asked[call].add(v)  # type: ignore[index, arg-type]
     others: dict[str, tuple[str, set[str]]] = {}
-    for r in store.select(_P + _OTHER_RECORDS):
-        rec = _value(r, "rec")
-        call, resolved = others.setdefault(rec, (_value(r, "call"), set()))
-        if r["res"] is not None:  # type: ignore[index]
-            resolved.add(_value(r, "res"))
+    for rec, call, res in store.stream(_P + _OTHER_RECORDS):
+        _, resolved = others.setdefault(rec, (call, set()))  # type: ignore[arg-type]
+        if res is not None:
+            resolved.add(res)
     for rec, (call, resolved) in sorted(others.items()):
         for model in sorted(attempt_models(resolved, asked.get(call, set()))):
             add(IRI(rec), PG.attemptModel, model)

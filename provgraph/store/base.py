@@ -8,6 +8,7 @@ added as another backend without touching importers or rules.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -15,6 +16,19 @@ from pathlib import Path
 from typing import IO, Any
 
 import pyoxigraph as ox
+
+
+def worker_count() -> int:
+    """Workers to use (threads reading a store, processes reading DICOM files):
+    ``$PROVGRAPH_WORKERS``, else the CPUs this process may run on."""
+    wanted = os.environ.get("PROVGRAPH_WORKERS", "").strip()
+    if wanted.isdigit() and int(wanted) >= 1:
+        return int(wanted)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not every platform has it
+        return os.cpu_count() or 1
+
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 Row = dict[str, Term | None]
@@ -37,6 +51,9 @@ class Store(ABC):
     #: recovery only removes staging graphs older than ``staging_ttl`` seconds.
     shared: bool = False
     staging_ttl: float = 0.0
+    #: Whether several threads may query the store at once (the engine evaluates outside the
+    #: interpreter lock, or on a server), so independent reads can run side by side.
+    concurrent_reads: bool = False
 
     @abstractmethod
     def _query(self, query: str, bindings: Mapping[str, Term] | None) -> object:
@@ -169,6 +186,7 @@ class Within(Store):
         self.store = store
         self.graphs = list(dict.fromkeys(graphs))
         self.location = store.location
+        self.concurrent_reads = store.concurrent_reads
 
     def _query(self, query: str, bindings: Mapping[str, Term] | None) -> object:
         return self.store._query_within(query, bindings, self.graphs)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import hashlib
 import logging
 import queue
@@ -30,7 +31,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, TypeVar
 
 import pyoxigraph as ox
 
@@ -42,6 +43,22 @@ from provgraph.store.base import Store
 log = logging.getLogger(__name__)
 
 CATALOG = "urn:provgraph:catalog"
+
+#: Held while a graph is loaded and made current, or removed: derived views refreshed side by
+#: side (:func:`provgraph.lineage.gate.refresh_derived`) compute at once but write one at a time.
+_WRITING = threading.RLock()
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _one_writer(fn: F) -> F:
+    @functools.wraps(fn)
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with _WRITING:
+            return fn(*args, **kwargs)
+
+    return locked  # type: ignore[return-value]
+
+
 _SLOT = "urn:provgraph:slot:"
 _GRAPH = "urn:provgraph:graph:"
 
@@ -97,6 +114,7 @@ def graph_created(graph: str) -> dt.datetime | None:
     return dt.datetime.strptime(match[1], "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.UTC)
 
 
+@_one_writer
 def replace(store: Store, key: str, fingerprint: str, ntriples: Path) -> str:
     """Make the triples in ``ntriples`` the current graph for ``key``; returns its IRI."""
     if store.streams_loads:  # in segments, as an import: the loader's memory stays bounded
@@ -127,6 +145,7 @@ def _make_current(store: Store, key: str, graph: str, fingerprint: str) -> str:
     return graph
 
 
+@_one_writer
 def replace_from(store: Store, key: str, fingerprint: str, produce: Callable[[IO[str]], None]) -> str:
     """Like :func:`replace`, but ``produce`` writes the N-Triples into the file object it is given.
 
@@ -279,6 +298,7 @@ def _optional_slot_and_pending(slot: str, key: str) -> str:
     )
 
 
+@_one_writer
 def remove(store: Store, key: str) -> bool:
     """Forget a source: drop its catalog entry (and its place on any pending list), then its
     graph. Returns whether it existed."""

@@ -60,6 +60,7 @@ class SparqlStore(Store):
     """A store on a SPARQL 1.1 server (Oxigraph, Fuseki, GraphDB, Virtuoso, Neptune)."""
 
     shared = True
+    concurrent_reads = True  # one fresh connection per request
 
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint

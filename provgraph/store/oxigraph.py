@@ -20,6 +20,9 @@ log = logging.getLogger(__name__)
 class OxigraphStore(Store):
     """A pyoxigraph ``Store``; ``path=None`` keeps everything in memory."""
 
+    # pyoxigraph evaluates a query, row by row, with the interpreter lock released
+    concurrent_reads = True
+
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self.location = str(path) if path else "memory"
