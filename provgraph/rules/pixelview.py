@@ -39,9 +39,11 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import io
+import itertools
 import logging
 import os
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -142,32 +144,29 @@ class Evidence:
         return found
 
 
-def _v(row: dict[str, Any], key: str) -> Any:
-    term = row.get(key)
-    return term.value if term is not None else None
-
-
 def gather(store: Store) -> Evidence:
     ev = Evidence()
-    q = {name: store.select(_P + query) for name, query in _Q.items()}
-    for r in q["protocol"][:1]:
-        ev.protocol = {k: _v(r, k) for k in ("inputs", "pattern", "center", "width")}
-    for r in q["sent"]:
-        ev.sent[_v(r, "call")].add(_v(r, "sha"))
-    for r in q["files"]:
-        ev.files.setdefault(_v(r, "sha"), _v(r, "path"))
-    for r in q["grids"]:
-        grid = grid_from_hex(_v(r, "grid"))
+
+    def rows(name: str) -> Iterator[tuple[Any, ...]]:  # values, not terms: a third of the time
+        return store.stream(_P + _Q[name])
+
+    for inputs, pattern, center, width in itertools.islice(rows("protocol"), 1):
+        ev.protocol = {"inputs": inputs, "pattern": pattern, "center": center, "width": width}
+    for call, sha in rows("sent"):
+        ev.sent[call].add(sha)
+    for _, path, sha in rows("files"):
+        ev.files.setdefault(sha, path)
+    for sha, hexgrid in rows("grids"):
+        grid = grid_from_hex(hexgrid)
         if grid is not None:
-            ev.grids[_v(r, "sha")] = grid
-    ev.ids = {_v(r, "call"): _v(r, "id") for r in q["ids"]}
-    ev.cases = {_v(r, "call"): _v(r, "case") for r in q["cases"]}
-    for r in q["dicoms"]:
-        ev.dicoms[_v(r, "d")] = Dicom(_v(r, "d"), _v(r, "path"), _v(r, "sha"), _v(r, "pi") or "")
-    for r in q["renderings"]:
-        center, width = _v(r, "center"), _v(r, "width")
+            ev.grids[sha] = grid
+    ev.ids = dict(rows("ids"))
+    ev.cases = dict(rows("cases"))
+    for d, path, sha, pi in rows("dicoms"):
+        ev.dicoms[d] = Dicom(d, path, sha, pi or "")
+    for sha, d, center, width in rows("renderings"):
         window = (float(center), float(width)) if center is not None and width is not None else None
-        ev.renderings[_v(r, "sha")].append((_v(r, "d"), window))
+        ev.renderings[sha].append((d, window))
     return ev
 
 
