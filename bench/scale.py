@@ -86,6 +86,8 @@ def run_step(step: str, bundle_root: Path, store, info: dict) -> dict:
         out["outcomes"] = sorted({r.outcome for r in results})
         out["problems"] = len(problems) + sum(len(r.problems) for r in results)
         out["failed"] = [r.rel for r in results if r.outcome == "failed"]
+        if out["failed"]:  # timing a store with sources missing would read as an ingest done
+            out["error"] = f"{len(out['failed'])} source(s) failed to import: {', '.join(out['failed'][:3])}"
     elif step == "check":
         from provgraph.lineage.gate import record_check_and_hubs, refresh_derived
         from provgraph.rules import load_rules, run_check
@@ -375,6 +377,9 @@ def run_size(calls: int, args: argparse.Namespace, results: dict) -> None:
         entry["oxigraph"][step] = fig
         print(_line("oxigraph", step, fig), flush=True)
         save(args, results)
+        if step == "ingest" and "error" in fig:
+            print(f"ingest failed, the other steps of {calls} calls are not run: {fig['error']}", flush=True)
+            return
     entry["store_bytes"] = _du(store)
     entry["quads"] = _quads(store)
     # the bare bulk-load baseline over the same triples
