@@ -79,9 +79,8 @@ def main() -> None:
     from provgraph.lineage.gate import refresh_derived
     from provgraph.lineage.hubs import record_hubs
     from provgraph.rules import load_rules, record_check, run_check
-    from provgraph.rules.runner import default_readers
     from provgraph.stats import materialize
-    from provgraph.store import open_store
+    from provgraph.store import open_store, parallel
 
     store = open_store(args.store)
     sampler = Sampler()
@@ -96,7 +95,7 @@ def main() -> None:
             refresh_derived(store, readers=args.readers)
         elif phase == "rules":
             report = run_check(store, load_rules(), readers=args.readers)
-            extra["readers"] = args.readers or default_readers()
+            extra["readers"] = parallel.readers(store, args.readers)
             extra["violations"] = sum(len(r.violations) for r in report.results)
             extra["passed"] = report.passed
         elif phase == "record":

@@ -179,7 +179,7 @@ def main() -> None:
             ratio = statistics.median(c["baseline"] / c[name] for c in cpus)
             print(f"CPU {name:<10} {per_file:6.0f} us/file (all processes), baseline/this {ratio:.2f}x")
         ratio = statistics.median(r["baseline"] / r["importer"] for r in rounds)
-        from provgraph.store.base import worker_count  # after PROVGRAPH_WORKERS is read
+        from provgraph.store.parallel import worker_count  # after PROVGRAPH_WORKERS is read
 
         print(f"workers: {worker_count()}, load average before: {load:.1f}, after: {os.getloadavg()[0]:.1f}")
         print(f"target (importer >= 1.5x baseline): {'met' if ratio >= 1.5 else 'MISSED'} ({ratio:.2f}x)")

@@ -23,7 +23,8 @@ from provgraph.rdf.vocab import PG_NS, defined_terms
 from provgraph.rules import load_rules, parse_rule, run_check
 from provgraph.rules.formats import gate_line
 from provgraph.rules.rule import APPLIES
-from provgraph.rules.runner import _FACTS, in_parallel, select_rules
+from provgraph.rules.runner import _FACTS, select_rules
+from provgraph.store.parallel import in_parallel
 
 RULES = load_rules()
 RULE_IDS = [r.id for r in RULES]

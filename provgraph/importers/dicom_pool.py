@@ -23,7 +23,7 @@ from typing import Any
 from provgraph.importers.dicom import import_members
 from provgraph.ingest.api import ImportContext, Problem
 from provgraph.rdf.terms import IRI, TripleWriter, mint  # the worker formats triples itself
-from provgraph.store.base import worker_count
+from provgraph.store.parallel import worker_count
 
 #: Folders with fewer members are read serially (starting workers costs more than it saves).
 MIN_FILES = 64

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from provgraph.errors import StoreError
 from provgraph.ingest.run import describe_unfinished
@@ -34,12 +35,11 @@ from provgraph.rules.runner import (
     CheckReport,
     RuleResult,
     contract_state,
-    default_readers,
     record_check,
     run_check,
 )
 from provgraph.stats import materialize
-from provgraph.store import catalog
+from provgraph.store import catalog, parallel
 from provgraph.store.base import Store
 
 
@@ -86,14 +86,14 @@ def refresh_derived(store: Store, readers: int | None = None) -> None:
         else:
             materialize.drop_if_stale(store)
 
-    first = [callview.refresh, statistics, fileview.refresh, decodingview.refresh]
+    threads = parallel.readers(store, readers)
+    first = [partial(callview.refresh, readers=threads), statistics, fileview.refresh, decodingview.refresh]
     after_calls = [caseview.refresh, pixelview.refresh]  # they read the call view
-    readers = (default_readers() if readers is None else readers) if store.concurrent_reads else 1
-    if readers <= 1:
+    if threads <= 1:
         for step in first + after_calls:
             step(store)
         return
-    pool = ThreadPoolExecutor(readers, thread_name_prefix="provgraph-view")
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="provgraph-view")
     try:
         calls, *running = [pool.submit(step, store) for step in first]
         calls.result()

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shutil
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -64,8 +65,9 @@ from typing import NamedTuple
 from provgraph import __version__
 from provgraph.rdf.terms import IRI, TripleWriter
 from provgraph.rdf.vocab import PG, PG_NS
-from provgraph.store import catalog
+from provgraph.store import catalog, parallel
 from provgraph.store.base import Store
+from provgraph.store.parallel import in_parallel
 
 log = logging.getLogger(__name__)
 
@@ -183,19 +185,27 @@ def write_view(w: TripleWriter, calls: dict[str, CallEvidence]) -> None:
             add(call, PG.sentPromptSha256, sha)
 
 
-def refresh(store: Store) -> bool:
-    """Bring the view up to date; True when it was recomputed."""
+def refresh(store: Store, readers: int | None = None) -> bool:
+    """Bring the view up to date; True when it was recomputed. Its two halves are read side by
+    side on a store that allows it (``readers``: see :func:`provgraph.store.parallel.readers`)."""
     current = fingerprint(store)
     slot = catalog.current(store, SLOT)
     if slot is not None and slot.fingerprint == current:
         return False
-    calls = gather(store)
     with tempfile.TemporaryDirectory(prefix="provgraph-callview-") as tmp:
-        nt = Path(tmp) / "calls.nt"
+        identity, nt = Path(tmp) / "identity.nt", Path(tmp) / "calls.nt"
+
+        def write_identity_file() -> None:
+            with identity.open("w", encoding="utf-8") as fh:
+                write_identity(TripleWriter(fh), store)
+
+        # the two halves read different facts: on two cores they are asked at once
+        jobs = [lambda: gather(store), write_identity_file]
+        calls, _ = in_parallel(lambda job: job(), jobs, parallel.readers(store, readers))
         with nt.open("w", encoding="utf-8") as fh:
-            w = TripleWriter(fh)
-            write_view(w, calls)
-            write_identity(w, store)
+            write_view(TripleWriter(fh), calls)  # type: ignore[arg-type]
+            with identity.open(encoding="utf-8") as part:
+                shutil.copyfileobj(part, fh)
         catalog.replace(store, SLOT, current, nt)
     log.info("call evidence view: %d calls", len(calls))
     return True

@@ -15,15 +15,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-import os
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar, get_args
+from typing import Literal, get_args
 
 import pyoxigraph as ox
 
@@ -32,15 +30,15 @@ from provgraph.rdf.sparql import plain_iri
 from provgraph.rdf.terms import IRI, TripleWriter, mint
 from provgraph.rdf.vocab import PG, PG_NS, PROV, RDF_TYPE, short
 from provgraph.rules.rule import APPLIES, CLAUSES, Rule
-from provgraph.store import catalog
-from provgraph.store.base import Store, worker_count
+from provgraph.store import catalog, parallel
+from provgraph.store.base import Store
+from provgraph.store.parallel import in_parallel
 
 log = logging.getLogger(__name__)
 
 #: What running one rule came to (also written as ``pg:outcome`` of its ``pg:RuleResult``).
 Outcome = Literal["pass", "violated", "error", "skipped", "not-applicable"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
-T, R = TypeVar("T"), TypeVar("R")
 
 
 @dataclass
@@ -267,15 +265,15 @@ def run_check(
     """Run ``rules``. Unless ``explicit``, rules of clauses not in force are skipped.
 
     On a store that answers several queries at once (:attr:`Store.concurrent_reads`) up to
-    ``readers`` rules run side by side (default :func:`default_readers`); the report lists the
-    results in the order of ``rules`` either way, and ``on_result`` sees them in that order.
+    ``readers`` rules run side by side (default :func:`provgraph.store.parallel.readers`); the
+    report lists the results in the order of ``rules`` either way, and ``on_result`` sees them
+    in that order.
 
     All rules read one state of the store (:meth:`Store.snapshot`): on a shared server whose
     graphs another client replaces meanwhile, the check raises StoreChanged instead. Derived
     evidence is not brought up to date here: the commands refresh the statistics first
     (:func:`provgraph.lineage.gate.run_gate`).
     """
-    readers = default_readers() if readers is None else readers
     started = dt.datetime.now(dt.UTC).replace(microsecond=0)
     t0 = time.perf_counter()
     project, base, in_force = contract_state(store)
@@ -288,37 +286,12 @@ def run_check(
             return not_applicable(rule, facts) or run_rule(store, rule)
 
         results = []
-        for result in in_parallel(run_one, rules, readers if store.concurrent_reads else 1):
+        for result in in_parallel(run_one, rules, parallel.readers(store, readers)):
             result.strict = strict
             results.append(result)
             if on_result:
                 on_result(result)
     return CheckReport(results, in_force, base, project, started, time.perf_counter() - t0)
-
-
-def default_readers() -> int:
-    """How many rules run at once by default: ``$PROVGRAPH_WORKERS``, else one per core this
-    process may use, up to 4 (each running rule holds its own intermediate results)."""
-    return worker_count() if os.environ.get("PROVGRAPH_WORKERS", "").strip() else min(4, worker_count())
-
-
-def in_parallel(run: Callable[[T], R], items: Iterable[T], readers: int) -> Iterator[R]:
-    """``run`` over ``items`` on up to ``readers`` threads, yielding the results in the items'
-    order. Meant for reads: the engine answers them outside the interpreter lock, so on two
-    cores two queries evaluate at once (writes to the catalog take its lock). An item that
-    raises (a store that stopped answering) ends the whole run: the items not started are
-    dropped, the ones running are waited for."""
-    items = list(items)
-    if readers <= 1 or len(items) <= 1:
-        yield from map(run, items)
-        return
-    pool = ThreadPoolExecutor(readers, thread_name_prefix="provgraph-read")
-    try:
-        futures = [pool.submit(run, item) for item in items]
-        for future in futures:
-            yield future.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def record_check(store: Store, report: CheckReport) -> list[str]:

@@ -8,7 +8,6 @@ added as another backend without touching importers or rules.
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -16,19 +15,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import pyoxigraph as ox
-
-
-def worker_count() -> int:
-    """Workers to use (threads reading a store, processes reading DICOM files):
-    ``$PROVGRAPH_WORKERS``, else the CPUs this process may run on."""
-    wanted = os.environ.get("PROVGRAPH_WORKERS", "").strip()
-    if wanted.isdigit() and int(wanted) >= 1:
-        return int(wanted)
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not every platform has it
-        return os.cpu_count() or 1
-
 
 Term = ox.NamedNode | ox.BlankNode | ox.Literal
 Row = dict[str, Term | None]

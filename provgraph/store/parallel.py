@@ -1,0 +1,63 @@
+"""Reading a store from several threads: how many, and reads run side by side.
+
+pyoxigraph evaluates a query, row by row, with the interpreter lock released, and a SPARQL
+server evaluates it in its own process, so on either two queries run on two cores at once
+(:attr:`~provgraph.store.base.Store.concurrent_reads`). The check uses this for its rules and
+derived views; writes go through :mod:`provgraph.store.catalog`, which takes one lock.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from provgraph.store.base import Store
+
+T, R = TypeVar("T"), TypeVar("R")
+
+#: Reads at once unless ``$PROVGRAPH_WORKERS`` says otherwise: each holds its own
+#: intermediate results, so memory grows with their number.
+MAX_READERS = 4
+
+
+def worker_count() -> int:
+    """Workers to use (threads reading a store, processes reading DICOM files):
+    ``$PROVGRAPH_WORKERS``, else the CPUs this process may run on."""
+    wanted = os.environ.get("PROVGRAPH_WORKERS", "").strip()
+    if wanted.isdigit() and int(wanted) >= 1:
+        return int(wanted)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not every platform has it
+        return os.cpu_count() or 1
+
+
+def readers(store: Store, wanted: int | None = None) -> int:
+    """How many threads may read ``store`` at once: ``wanted`` if given, else
+    ``$PROVGRAPH_WORKERS``, else one per core up to :data:`MAX_READERS`; 1 for a store that
+    cannot answer several queries at once."""
+    if not store.concurrent_reads:
+        return 1
+    if wanted is not None:
+        return max(1, wanted)
+    explicit = os.environ.get("PROVGRAPH_WORKERS", "").strip()
+    return worker_count() if explicit else min(MAX_READERS, worker_count())
+
+
+def in_parallel(run: Callable[[T], R], items: Iterable[T], threads: int) -> Iterator[R]:
+    """``run`` over ``items`` on up to ``threads`` threads, yielding the results in the items'
+    order. An item that raises (a store that stopped answering) ends the whole run: the items
+    not started are dropped, the ones running are waited for."""
+    items = list(items)
+    if threads <= 1 or len(items) <= 1:
+        yield from map(run, items)
+        return
+    pool = ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="provgraph-read")
+    try:
+        futures = [pool.submit(run, item) for item in items]
+        for future in futures:
+            yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
