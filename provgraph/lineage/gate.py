@@ -22,8 +22,6 @@ that an ingest killed midway left half-updated.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 
 from provgraph.errors import StoreError
 from provgraph.ingest.run import describe_unfinished
@@ -31,13 +29,7 @@ from provgraph.lineage.hubs import record_hubs
 from provgraph.rules import callview, caseview, decodingview, fileview, pixelview
 from provgraph.rules.recorded import write_record
 from provgraph.rules.rule import Rule
-from provgraph.rules.runner import (
-    CheckReport,
-    RuleResult,
-    contract_state,
-    record_check,
-    run_check,
-)
+from provgraph.rules.runner import CheckReport, RuleResult, contract_state, record_check, run_check
 from provgraph.stats import materialize
 from provgraph.store import catalog, parallel
 from provgraph.store.base import Store
@@ -87,21 +79,16 @@ def refresh_derived(store: Store, readers: int | None = None) -> None:
             materialize.drop_if_stale(store)
 
     threads = parallel.readers(store, readers)
-    first = [partial(callview.refresh, readers=threads), statistics, fileview.refresh, decodingview.refresh]
-    after_calls = [caseview.refresh, pixelview.refresh]  # they read the call view
-    if threads <= 1:
-        for step in first + after_calls:
-            step(store)
-        return
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="provgraph-view")
-    try:
-        calls, *running = [pool.submit(step, store) for step in first]
-        calls.result()
-        running += [pool.submit(step, store) for step in after_calls]
-        for future in running:
-            future.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+
+    def run(step: Callable[[Store], object]) -> object:
+        return step(store)
+
+    def calls_then_their_readers(store: Store) -> None:
+        callview.refresh(store, readers=threads)
+        list(parallel.in_parallel(run, [caseview.refresh, pixelview.refresh], threads))
+
+    steps = [calls_then_their_readers, statistics, fileview.refresh, decodingview.refresh]
+    list(parallel.in_parallel(run, steps, threads))
 
 
 def record_check_and_hubs(store: Store, report: CheckReport) -> list[str]:

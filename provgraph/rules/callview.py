@@ -55,19 +55,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import shutil
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from provgraph import __version__
 from provgraph.rdf.terms import IRI, TripleWriter
 from provgraph.rdf.vocab import PG, PG_NS
 from provgraph.store import catalog, parallel
 from provgraph.store.base import Store
-from provgraph.store.parallel import in_parallel
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +191,7 @@ def refresh(store: Store, readers: int | None = None) -> bool:
     if slot is not None and slot.fingerprint == current:
         return False
     with tempfile.TemporaryDirectory(prefix="provgraph-callview-") as tmp:
-        identity, nt = Path(tmp) / "identity.nt", Path(tmp) / "calls.nt"
+        identity = Path(tmp) / "identity.nt"
 
         def write_identity_file() -> None:
             with identity.open("w", encoding="utf-8") as fh:
@@ -201,12 +199,13 @@ def refresh(store: Store, readers: int | None = None) -> bool:
 
         # the two halves read different facts: on two cores they are asked at once
         jobs = [lambda: gather(store), write_identity_file]
-        calls, _ = in_parallel(lambda job: job(), jobs, parallel.readers(store, readers))
-        with nt.open("w", encoding="utf-8") as fh:
+        calls, _ = parallel.in_parallel(lambda job: job(), jobs, parallel.readers(store, readers))
+
+        def produce(fh: IO[str]) -> None:
             write_view(TripleWriter(fh), calls)  # type: ignore[arg-type]
-            with identity.open(encoding="utf-8") as part:
-                shutil.copyfileobj(part, fh)
-        catalog.replace(store, SLOT, current, nt)
+            catalog.copy_lines(identity, fh)
+
+        catalog.replace_from(store, SLOT, current, produce)
     log.info("call evidence view: %d calls", len(calls))
     return True
 

@@ -32,7 +32,6 @@ from provgraph.rdf.vocab import PG, PG_NS, PROV, RDF_TYPE, short
 from provgraph.rules.rule import APPLIES, CLAUSES, Rule
 from provgraph.store import catalog, parallel
 from provgraph.store.base import Store
-from provgraph.store.parallel import in_parallel
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +285,7 @@ def run_check(
             return not_applicable(rule, facts) or run_rule(store, rule)
 
         results = []
-        for result in in_parallel(run_one, rules, parallel.readers(store, readers)):
+        for result in parallel.in_parallel(run_one, rules, parallel.readers(store, readers)):
             result.strict = strict
             results.append(result)
             if on_result:

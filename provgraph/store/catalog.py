@@ -118,7 +118,7 @@ def graph_created(graph: str) -> dt.datetime | None:
 def replace(store: Store, key: str, fingerprint: str, ntriples: Path) -> str:
     """Make the triples in ``ntriples`` the current graph for ``key``; returns its IRI."""
     if store.streams_loads:  # in segments, as an import: the loader's memory stays bounded
-        return replace_from(store, key, fingerprint, lambda out: _copy_lines(ntriples, out))
+        return replace_from(store, key, fingerprint, lambda out: copy_lines(ntriples, out))
     graph = new_graph_iri()
     try:
         store.bulk_load(ntriples, graph)
@@ -128,8 +128,9 @@ def replace(store: Store, key: str, fingerprint: str, ntriples: Path) -> str:
     return _make_current(store, key, graph, fingerprint)
 
 
-def _copy_lines(ntriples: Path, out: IO[str]) -> None:
-    # whole lines only: a segment must end at a line end
+def copy_lines(ntriples: Path, out: IO[str]) -> None:
+    """Copy an N-Triples file into what :func:`replace_from` hands ``produce``, whole lines at
+    a time (a segment must end at a line end)."""
     with ntriples.open(encoding="utf-8") as fh:
         for block in iter(lambda: fh.readlines(_CHUNK), []):
             out.write("".join(block))
