@@ -45,7 +45,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO
 
 from provgraph.rdf.terms import IRI, TripleWriter
 from provgraph.rdf.vocab import PG, PG_NS
@@ -68,11 +68,12 @@ _Q = {
     # every patient statement: on a case, on a node of a case, on a DICOM (read when rendered)
     "patients": "SELECT ?s ?patient ?case ?f WHERE { ?s pg:patient ?patient "
     "OPTIONAL { ?s pg:case ?case } OPTIONAL { ?s pg:sourceFile ?f } }",
-    "planned": "SELECT ?call ?case WHERE { ?call a pg:PlannedCall ; pg:case ?case }",
-    # the images a call sent (the call evidence view), the case of a call no plan names, then
-    # the DICOM each image was rendered from
-    "sent": "SELECT ?call ?img WHERE { ?call pg:sentImage ?img }",
-    "case_of": "SELECT ?call ?case WHERE { VALUES ?call { %s } ?call pg:case ?case }",
+    # counted per case in the engine: Python holds cases, not a million calls
+    "planned": "SELECT ?case (COUNT(DISTINCT ?call) AS ?n) WHERE { ?call a pg:PlannedCall ; "
+    "pg:case ?case } GROUP BY ?case",
+    # the images a call sent (the call evidence view) with the call's case, then the DICOM each
+    # image was rendered from
+    "sent": "SELECT ?img ?case WHERE { ?call pg:sentImage ?img ; pg:case ?case }",
     "rendered": "SELECT ?img ?dicom WHERE { VALUES ?img { %s } ?img prov:wasGeneratedBy ?r . "
     "?r prov:used ?dicom }",
     "dicom_views": "SELECT ?dicom ?view WHERE { ?dicom pg:viewPosition ?view ; pg:path ?path }",
@@ -108,51 +109,47 @@ class CaseEvidence:
         return sorted(manifest or [f for f in self.splits if f[1] == "split-table"])
 
 
-def _v(row: object, name: str) -> str:
-    term = row[name]  # type: ignore[index]
-    return "" if term is None else term.value
-
-
-def _chunks(store: Store, query: str, iris: set[str]) -> Iterator[Any]:
+def _chunks(store: Store, query: str, iris: set[str]) -> Iterator[tuple[str | None, ...]]:
     ordered = sorted(iris)
     for k in range(0, len(ordered), _CHUNK):
-        yield from store.select(_P + query % " ".join(f"<{i}>" for i in ordered[k : k + _CHUNK]))
+        yield from store.stream(_P + query % " ".join(f"<{i}>" for i in ordered[k : k + _CHUNK]))
 
 
 def gather(store: Store) -> dict[str, CaseEvidence]:
     """Every case's evidence, keyed by the case node's IRI. A fact's third member is first the
-    node whose ``pg:path`` names its file (a source file, a DICOM), then that path."""
+    node whose ``pg:path`` names its file (a source file, a DICOM), then that path.
+
+    Scans are read as value tuples and what Python keeps is per case, per DICOM or per file,
+    never per call (a million calls' dictionaries were most of this view's memory).
+    """
     cases: dict[str, CaseEvidence] = defaultdict(CaseEvidence)
-    for r in store.select(_P + _Q["entries"]):
-        ev, entry = cases[_v(r, "case")], _v(r, "entry")
-        if _v(r, "included") != "true":
-            ev.excluded.add(entry)
+    shared = {}.setdefault  # a source file, a split, a view: kept once, not once per row
+    for entry, case, included, split, view, f in store.stream(_P + _Q["entries"]):
+        ev, f = cases[case], shared(f or "", f or "")  # type: ignore[index, arg-type]
+        if included != "true":
+            ev.excluded.add(entry)  # type: ignore[arg-type]
             continue
-        ev.included.add(entry)
-        if r["split"] is not None:
-            ev.splits.add((_v(r, "split"), "manifest", _v(r, "f")))
-        if r["view"] is not None:
-            ev.views.add((_v(r, "view"), "manifest", _v(r, "f")))
+        ev.included.add(entry)  # type: ignore[arg-type]
+        if split is not None:
+            ev.splits.add((split, "manifest", f))
+        if view is not None:
+            ev.views.add((view, "manifest", f))
     # every node's patients (the case itself, a DICOM rendered for its calls), by node
     direct: dict[str, set[str]] = defaultdict(set)
-    for r in store.select(_P + _Q["patients"]):
-        s, patient = _v(r, "s"), _v(r, "patient")
-        if r["case"] is not None:
-            cases[_v(r, "case")].patients.add((patient, "node", _v(r, "f")))
-        direct[s].add(patient)
-    case_of: dict[str, set[str]] = defaultdict(set)
-    for r in store.select(_P + _Q["planned"]):
-        case_of[_v(r, "call")].add(_v(r, "case"))
-    for call_cases in case_of.values():
-        for case in call_cases:
-            cases[case].planned += 1
-    _rendered(store, cases, direct, case_of)
-    for r in store.select(_P + _Q["metadata"]):
-        ev = cases[_v(r, "case")]
-        ev.metadata_images.add(_v(r, "img"))
-        ev.views.add((_v(r, "view"), "metadata", _v(r, "f")))
-    for r in store.select(_P + _Q["splits"]):
-        cases[_v(r, "case")].splits.add((_v(r, "split"), "split-table", _v(r, "f")))
+    for node, patient, case, f in store.stream(_P + _Q["patients"]):
+        patient = shared(patient, patient)  # type: ignore[arg-type]
+        if case is not None:
+            cases[case].patients.add((patient, "node", shared(f or "", f or "")))  # type: ignore[arg-type]
+        direct[node].add(patient)  # type: ignore[index]
+    for case, n in store.stream(_P + _Q["planned"]):
+        cases[case].planned = int(n)  # type: ignore[index, arg-type]
+    _rendered(store, cases, direct)
+    for img, case, view, f in store.stream(_P + _Q["metadata"]):
+        ev = cases[case]  # type: ignore[index]
+        ev.metadata_images.add(img)  # type: ignore[arg-type]
+        ev.views.add((shared(view, view), "metadata", shared(f or "", f or "")))  # type: ignore[arg-type]
+    for case, split, f in store.stream(_P + _Q["splits"]):
+        cases[case].splits.add((shared(split, split), "split-table", shared(f or "", f or "")))  # type: ignore[index, arg-type]
     for case, ev in cases.items():
         ev.patients |= {(patient, "case", "") for patient in direct.get(case, ())}
     _resolve_paths(store, cases)
@@ -161,36 +158,26 @@ def gather(store: Store) -> dict[str, CaseEvidence]:
 
 def _resolve_paths(store: Store, cases: dict[str, CaseEvidence]) -> None:
     nodes = {f[2] for ev in cases.values() for facts in (ev.patients, ev.views, ev.splits) for f in facts}
-    paths = {_v(r, "n"): _v(r, "path") for r in _chunks(store, _Q["paths"], nodes - {""})}
+    paths = dict(_chunks(store, _Q["paths"], nodes - {""}))
     for ev in cases.values():
         for name in ("patients", "views", "splits"):
             facts = getattr(ev, name)
             setattr(ev, name, {(v, src, paths.get(node, "")) for v, src, node in facts})
 
 
-def _rendered(
-    store: Store, cases: dict[str, CaseEvidence], direct: dict[str, set[str]], case_of: dict[str, set[str]]
-) -> None:
-    """The patient and view of each DICOM rendered for a case's calls (``case_of``: the
-    planned calls' cases; any other call's are looked up)."""
-    images: dict[str, set[str]] = defaultdict(set)
-    for r in store.select(_P + _Q["sent"]):
-        images[_v(r, "call")].add(_v(r, "img"))
-    for r in _chunks(store, _Q["case_of"], set(images) - set(case_of)):
-        case_of[_v(r, "call")].add(_v(r, "case"))  # a call no plan names
-    sent: dict[str, set[str]] = defaultdict(set)
-    for call, imgs in images.items():
-        for case in case_of.get(call, ()):
-            for img in imgs:
-                sent[img].add(case)
+def _rendered(store: Store, cases: dict[str, CaseEvidence], direct: dict[str, set[str]]) -> None:
+    """The patient and view of each DICOM rendered for a case's calls."""
+    sent: dict[str, set[str]] = defaultdict(set)  # image -> the cases of the calls that sent it
+    for img, case in store.stream(_P + _Q["sent"]):
+        sent[img].add(case)  # type: ignore[index, arg-type]
     sources: dict[str, set[str]] = defaultdict(set)
-    for r in _chunks(store, _Q["rendered"], set(sent)):
-        sources[_v(r, "img")].add(_v(r, "dicom"))
+    for img, dicom in _chunks(store, _Q["rendered"], set(sent)):
+        sources[img].add(dicom)  # type: ignore[index, arg-type]
     if not sources:
         return
     views: dict[str, set[str]] = defaultdict(set)
-    for r in store.select(_P + _Q["dicom_views"]):
-        views[_v(r, "dicom")].add(_v(r, "view"))
+    for dicom, view in store.stream(_P + _Q["dicom_views"]):
+        views[dicom].add(view)  # type: ignore[index, arg-type]
     for img, dicoms in sources.items():
         for case in sent[img]:
             ev = cases[case]
