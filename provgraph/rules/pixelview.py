@@ -36,6 +36,7 @@ the call evidence view (:mod:`provgraph.rules.callview`), after which it runs.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import hashlib
 import io
@@ -43,10 +44,10 @@ import itertools
 import logging
 import os
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
 from provgraph.capture.renderer import read_dataset, render_dataset
 from provgraph.errors import InputError
@@ -69,11 +70,13 @@ _Q = {
     "protocol": "SELECT ?inputs ?pattern ?center ?width WHERE { ?p a pg:PixelProtocol ; "
     "pg:imageInputs ?inputs OPTIONAL { ?p pg:sourcePattern ?pattern } "
     "OPTIONAL { ?p pg:windowCenter ?center ; pg:windowWidth ?width } }",
-    "sent": "SELECT ?call ?sha WHERE { ?call pg:sentImageSha256 ?sha }",
-    "files": "SELECT ?call ?path ?sha WHERE { ?call pg:sentImage ?f . ?f pg:path ?path ; pg:sha256 ?sha }",
+    # each image a call sent with the key of the call's planned case (read as the verdicts are
+    # written: a call's judgement needs only its case, so nothing is kept per call)
+    "sent": "SELECT ?call ?sha ?case WHERE { ?call pg:sentImageSha256 ?sha "
+    "OPTIONAL { ?call a pg:PlannedCall ; pg:case/pg:key ?case } }",
+    "files": "SELECT DISTINCT ?path ?sha WHERE { ?call pg:sentImage ?f . ?f pg:path ?path ; pg:sha256 ?sha }",
     "grids": "SELECT ?sha ?grid WHERE { ?i a pg:ImageBytes ; pg:gridOfSha256 ?sha ; pg:pixelGrid ?grid }",
-    "ids": "SELECT ?call ?id WHERE { ?call pg:callId ?id }",
-    "cases": "SELECT ?call ?case WHERE { ?call a pg:PlannedCall ; pg:case/pg:key ?case }",
+    "cases": "SELECT DISTINCT ?case WHERE { ?call a pg:PlannedCall ; pg:case/pg:key ?case }",
     "dicoms": "SELECT ?d ?path ?sha ?pi WHERE { ?d a pg:DicomFile ; pg:path ?path ; pg:sha256 ?sha "
     "OPTIONAL { ?d pg:photometricInterpretation ?pi } }",
     "renderings": "SELECT ?sha ?d ?center ?width WHERE { ?r a pg:Rendering ; pg:renderedSha256 ?sha ; "
@@ -113,11 +116,9 @@ class Evidence:
     """What the graph says, gathered once."""
 
     protocol: dict[str, Any] = field(default_factory=dict)
-    sent: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     files: dict[str, str] = field(default_factory=dict)  # sha -> bundle path of a sent file
     grids: dict[str, bytes] = field(default_factory=dict)
-    ids: dict[str, str] = field(default_factory=dict)
-    cases: dict[str, str] = field(default_factory=dict)
+    cases: set[str] = field(default_factory=set)  # the planned calls' case keys
     dicoms: dict[str, Dicom] = field(default_factory=dict)
     renderings: dict[str, list[tuple[str, tuple[float, float] | None]]] = field(
         default_factory=lambda: defaultdict(list)
@@ -131,7 +132,7 @@ class Evidence:
         indexed once: matching every DICOM against every call's case is quadratic."""
         if self._of_case is None:
             pattern = self.protocol.get("pattern")
-            self._of_case = case_index(self.dicoms.values(), set(self.cases.values()), pattern)
+            self._of_case = case_index(self.dicoms.values(), self.cases, pattern)
         return self._of_case.get(case, [])
 
     def rendered_from(self, sha: str) -> dict[str, list[tuple[int, tuple[float, float] | None]]]:
@@ -152,16 +153,13 @@ def gather(store: Store) -> Evidence:
 
     for inputs, pattern, center, width in itertools.islice(rows("protocol"), 1):
         ev.protocol = {"inputs": inputs, "pattern": pattern, "center": center, "width": width}
-    for call, sha in rows("sent"):
-        ev.sent[call].add(sha)
-    for _, path, sha in rows("files"):
+    for path, sha in rows("files"):
         ev.files.setdefault(sha, path)
     for sha, hexgrid in rows("grids"):
         grid = grid_from_hex(hexgrid)
         if grid is not None:
             ev.grids[sha] = grid
-    ev.ids = dict(rows("ids"))
-    ev.cases = dict(rows("cases"))
+    ev.cases = {case for (case,) in rows("cases")}
     for d, path, sha, pi in rows("dicoms"):
         ev.dicoms[d] = Dicom(d, path, sha, pi or "")
     for sha, d, center, width in rows("renderings"):
@@ -288,9 +286,12 @@ def _decode_sent(ev: Evidence, sha: str, root: str | None) -> tuple[bytes | None
     rel = ev.files.get(sha)
     if rel is None or root is None:
         return None, "no-pixels"
+    path = os.path.join(root, rel)
     try:
-        with open(os.path.join(root, rel), "rb") as fh:
-            data = fh.read(MAX_SOURCE_BYTES)
+        if os.path.getsize(path) > MAX_SOURCE_BYTES:  # (read(limit) would allocate the limit)
+            return None, "no-pixels"
+        with open(path, "rb") as fh:
+            data = fh.read()
     except OSError:
         return None, "no-pixels"
     if hashlib.sha256(data).hexdigest() != sha:
@@ -299,12 +300,12 @@ def _decode_sent(ev: Evidence, sha: str, root: str | None) -> tuple[bytes | None
     return (grid, "") if grid is not None else (None, "undecodable")
 
 
-def candidates(ev: Evidence, call: str, sha: str) -> list[tuple[Dicom, tuple[float, float] | None]]:
-    """The DICOMs image ``sha`` of ``call`` may come from, each with the window to render it."""
+def candidates(ev: Evidence, case: str | None, sha: str) -> list[tuple[Dicom, tuple[float, float] | None]]:
+    """The DICOMs image ``sha`` sent by a call of ``case`` (the key of its planned case, None
+    for a call no plan names) may come from, each with the window to render it."""
     declared = None
     if ev.protocol.get("center") is not None:
         declared = (float(ev.protocol["center"]), float(ev.protocol["width"]))
-    case = ev.cases.get(call)
     records = ev.renderings.get(sha, [])
     if records:
         # identical bytes rendered from several DICOMs: the call's own case decides which
@@ -321,14 +322,14 @@ def candidates(ev: Evidence, call: str, sha: str) -> list[tuple[Dicom, tuple[flo
     return [(ev.dicoms[d], declared) for d in ev.dicoms_of_case(case)]
 
 
-def judge_image(ev: Evidence, renderer: Renderer, call: str, sha: str) -> Verdict:
-    """The verdict on one image ``call`` sent."""
-    found = candidates(ev, call, sha)
+def judge_image(ev: Evidence, renderer: Renderer, call: str, sha: str, case: str | None) -> Verdict:
+    """The verdict on image ``sha`` that ``call`` sent (``case``: the key of its planned case)."""
+    found = candidates(ev, case, sha)
     if not found:
         if ev.renderings.get(sha):
             detail = "its rendering record's source is not an imported DICOM"
-        elif call in ev.cases:
-            detail = f"no DICOM of case {ev.cases[call]} is in the bundle"
+        elif case is not None:
+            detail = f"no DICOM of case {case} is in the bundle"
         else:
             detail = "the call has no case in the plan to find its DICOM by"
         return Verdict(call, sha, "no-source", detail)
@@ -348,18 +349,38 @@ def judge_image(ev: Evidence, renderer: Renderer, call: str, sha: str) -> Verdic
     return Verdict(call, sha, verdict, correlation=r, source=dicom)
 
 
-def judge_all(store: Store, ev: Evidence | None = None) -> list[Verdict]:
-    """Every (call, image sent) judged; nothing when the benchmark's images are not rendered from DICOM."""
-    ev = ev or gather(store)
+def judged(store: Store, ev: Evidence) -> Iterator[Verdict]:
+    """Every (call, image sent) judged, as the store lists them; nothing when the benchmark's
+    images are not rendered from DICOM.
+
+    A verdict depends on the image and the call's case only, so each (case, image) is judged
+    once and its verdict given to every call of the case that sent it (ten conditions sending
+    one case's image are one judgement, not ten).
+    """
     if ev.protocol.get("inputs") != "dicom":
-        return []
+        return
     renderer = Renderer(catalog.bundle_root(store))
-    return [judge_image(ev, renderer, call, sha) for call in sorted(ev.sent) for sha in sorted(ev.sent[call])]
+    done: dict[tuple[str | None, str], Verdict] = {}
+    rows = store.stream(_P + _Q["sent"])
+    # a call with two planned case keys (a malformed plan) gives adjacent rows: the least key
+    for (call, sha), same in itertools.groupby(rows, key=lambda row: row[:2]):
+        case = min((c for _, _, c in same if c is not None), default=None)
+        verdict = done.get((case, sha))  # type: ignore[arg-type]
+        if verdict is None:
+            verdict = done[(case, sha)] = judge_image(ev, renderer, call, sha, case)  # type: ignore[arg-type]
+        yield dataclasses.replace(verdict, call=call)
 
 
-def write_view(w: TripleWriter, verdicts: list[Verdict], files: dict[str, str] | None = None) -> None:
+def judge_all(store: Store, ev: Evidence | None = None) -> list[Verdict]:
+    """Every (call, image sent) judged (:func:`judged`), sorted by call and image."""
+    return sorted(judged(store, ev or gather(store)), key=lambda v: (v.call, v.sha))
+
+
+def write_view(w: TripleWriter, verdicts: Iterable[Verdict], files: dict[str, str] | None = None) -> int:
+    """Write ``verdicts``; returns how many there were."""
     add = w.add
-    for v in verdicts:
+    count = 0
+    for count, v in enumerate(verdicts, 1):  # noqa: B007 (returned)
         node = IRI(f"{v.call}/pixels/{v.sha}")
         add(node, RDF_TYPE, PG.PixelVerdict)
         add(node, PG.verdictFor, IRI(v.call))
@@ -373,6 +394,7 @@ def write_view(w: TripleWriter, verdicts: list[Verdict], files: dict[str, str] |
             add(node, PG.judgedSource, IRI(v.source.node))
             add(node, PG.sourcePath, v.source.path)
             add(node, PG.photometricInterpretation, v.source.photometric or None)
+    return count
 
 
 def fingerprint(store: Store) -> str:
@@ -387,7 +409,12 @@ def refresh(store: Store) -> bool:
     if slot is not None and slot.fingerprint == current:
         return False
     ev = gather(store)
-    verdicts = judge_all(store, ev)
-    catalog.replace_from(store, SLOT, current, lambda fh: write_view(TripleWriter(fh), verdicts, ev.files))
-    log.info("pixel verdict view: %d images judged", len(verdicts))
+    written: list[int] = []
+
+    def produce(fh: IO[str]) -> None:
+        # judged as written (the scan reads the call view, none of what this view holds)
+        written.append(write_view(TripleWriter(fh), judged(store, ev), ev.files))
+
+    catalog.replace_from(store, SLOT, current, produce)
+    log.info("pixel verdict view: %d images judged", sum(written))
     return True
