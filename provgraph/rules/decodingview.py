@@ -68,7 +68,7 @@ _PLAN = "SELECT ?setting ?want WHERE { ?plan a pg:CallPlan ; ?setting ?want VALU
 _STATED = "SELECT ?n ?v WHERE { ?n <%s> ?v }"
 # (each a scan of one property, joined here: no look-up per node)
 _NODES = "SELECT ?n ?call WHERE { ?n pg:forCall ?call }"
-_RECORDS = "SELECT ?n WHERE { ?n a pg:CallRecord }"
+_RECORDS = "SELECT ?n ?call WHERE { ?n a pg:CallRecord ; pg:forCall ?call }"
 
 
 def differs(got: Any, want: Any) -> bool:
@@ -95,20 +95,22 @@ def gather(store: Store) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     plan = {r["setting"].value: r["want"] for r in store.select(_P + _PLAN % values)}  # type: ignore[union-attr]
     if not plan:
         return [], []
-    call_of = {r["n"].value: r["call"].value for r in store.select(_P + _NODES)}  # type: ignore[union-attr]
-    records = [r["n"].value for r in store.select(_P + _RECORDS) if r["n"].value in call_of]  # type: ignore[union-attr]
+    # streamed, not selected: a million rows of terms held at once were this view's peak
+    call_of: dict[str, str] = dict(store.stream(_P + _NODES))  # type: ignore[arg-type]
     off: list[tuple[str, str]] = []
     stated: dict[str, set[str]] = defaultdict(set)
     for setting, want in plan.items():
-        for r in store.select(_STATED % setting):
-            node = r["n"].value  # type: ignore[union-attr]
-            call = call_of.get(node)
+        for n, v in store.solutions(_STATED % setting):  # terms: the value's datatype decides
+            call = call_of.get(n.value)  # type: ignore[union-attr]
             if call is None:
                 continue
             stated[setting].add(call)
-            if differs(r["v"], want):
-                off.append((node, setting))
-    unstated = [(rec, s) for s in plan for rec in records if call_of[rec] not in stated[s]]
+            if differs(v, want):
+                off.append((n.value, setting))  # type: ignore[union-attr]
+    del call_of
+    unstated = {
+        (record, s) for record, call in store.stream(_P + _RECORDS) for s in plan if call not in stated[s]
+    }
     return sorted(off), sorted(unstated)
 
 
