@@ -3,8 +3,9 @@
 ``provgraph check``, ``lineage``, ``report`` and ``release`` run the same three steps, in this
 order (:func:`run_gate` does all three):
 
-1. :func:`refresh_derived`: the statistics the analysis clause checks are recomputed (or a
-   stale statistics graph is dropped), and the per-call evidence view
+1. :func:`refresh_derived`: after an import changed, the store is compacted (the bulk loads
+   left segments every look-up would consult); the statistics the analysis clause checks are
+   recomputed (or a stale statistics graph is dropped), and the per-call evidence view
    (:mod:`provgraph.rules.callview`), the file class closure (:mod:`provgraph.rules.fileview`)
    and the decoding settings (:mod:`provgraph.rules.decodingview`) are brought up to date, side
    by side, then the per-case evidence view (:mod:`provgraph.rules.caseview`) and the pixel
@@ -21,6 +22,7 @@ that an ingest killed midway left half-updated.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from provgraph.errors import StoreError
@@ -33,6 +35,8 @@ from provgraph.rules.runner import CheckReport, RuleResult, contract_state, reco
 from provgraph.stats import materialize
 from provgraph.store import catalog, parallel
 from provgraph.store.base import Store
+
+log = logging.getLogger(__name__)
 
 
 def require_complete_ingest(store: Store) -> None:
@@ -60,6 +64,8 @@ def require_complete_ingest(store: Store) -> None:
 def refresh_derived(store: Store, readers: int | None = None) -> None:
     """Bring the derived evidence up to date before the rules read it.
 
+    When an import changed since the views were derived, the store is compacted first
+    (:meth:`Store.compact`: the bulk loads left segments every look-up below would consult).
     The statistics are recomputed when the contract declares the analysis clause (unchanged
     inputs cost one fingerprint comparison); otherwise a statistics graph whose inputs changed
     is dropped. The derived views (per call, file classes, per case, pixel verdicts, decoding)
@@ -71,6 +77,11 @@ def refresh_derived(store: Store, readers: int | None = None) -> None:
     :class:`~provgraph.errors.UsageError` when the store holds no contract.
     """
     _, _, in_force = contract_state(store)
+    if not callview.is_current(store):
+        # imports changed since the views were derived: what the loader wrote is compacted
+        # first, as every step below reads it (a few seconds at 10^5 calls; bench/README.md)
+        log.info("compacting the store after the imports changed")
+        store.compact()
 
     def statistics(store: Store) -> None:
         if "analysis" in in_force:

@@ -210,6 +210,12 @@ def write_view(w: TripleWriter, calls: dict[str, CallEvidence]) -> None:
             add(call, PG.sentPromptSha256, sha)
 
 
+def is_current(store: Store) -> bool:
+    """Whether the view was derived from the imports the store holds now."""
+    slot = catalog.current(store, SLOT)
+    return slot is not None and slot.fingerprint == fingerprint(store)
+
+
 def refresh(store: Store, readers: int | None = None) -> bool:
     """Bring the view up to date; True when it was recomputed. Its two halves are read side by
     side on a store that allows it (``readers``: see :func:`provgraph.store.parallel.readers`)."""

@@ -154,6 +154,10 @@ class Store(ABC):
     def flush(self) -> None:  # noqa: B027 - optional hook, a no-op for memory stores
         """Make sure everything written so far is durable."""
 
+    def compact(self) -> None:  # noqa: B027 - optional hook: servers and memory stores manage their own
+        """Reorganise the storage for reading after large writes (bulk loads leave many
+        overlapping segments that every lookup must consult)."""
+
     def close(self) -> None:  # noqa: B027
         """Flush and release the store."""
 

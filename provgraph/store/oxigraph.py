@@ -112,6 +112,16 @@ class OxigraphStore(Store):
         if self.path is not None:
             self._ox.flush()
 
+    def compact(self) -> None:
+        # RocksDB's full compaction: the bulk loader's segments become sorted levels, so a
+        # look-up reads one file per level (10^6 calls: 117 s, store 12 -> 8.5 GB, scans with
+        # joins 0.5-0.7x; bench/README.md)
+        if self.path is not None:
+            try:
+                self._ox.optimize()
+            except OSError as err:
+                raise StoreError(f"{self.location}: compacting the store failed: {err}") from err
+
     def close(self) -> None:
         self.flush()
         # Dropping the last reference releases the RocksDB lock promptly.
