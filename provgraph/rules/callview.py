@@ -57,6 +57,7 @@ import hashlib
 import logging
 import tempfile
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, NamedTuple
 
@@ -129,6 +130,13 @@ class CallEvidence:
         return chosen.record, chosen.status
 
 
+def interner() -> Callable[[str], str]:
+    """One object per distinct value: a value many rows repeat (a file's path, a status, a
+    case's image, a condition) is kept once, not once per row."""
+    kept: dict[str, str] = {}
+    return lambda value: kept.setdefault(value, value)
+
+
 def _with(values: tuple[str, ...], value: str) -> tuple[str, ...]:
     return values if value in values else (*values, value)
 
@@ -143,17 +151,15 @@ def gather(store: Store) -> dict[str, CallEvidence]:
     """Every call's evidence, keyed by the call node's IRI."""
     calls: dict[str, CallEvidence] = defaultdict(CallEvidence)
     reviews: dict[str, tuple[Attempt, ...]] = {}
-    # values many rows repeat (a file's path, a status, a case's image, a condition's prompt)
-    # are kept once, not once per row
-    shared = {}.setdefault
+    shared = interner()
     # (values as tuples, not rows of terms: a third of a scan's time at 10^5 calls)
     for call, rec, status, ended, path, line, review in store.stream(_P + _RECORDS):
         attempt = Attempt(
             ended or "",
-            shared(path, path) if path else "",  # type: ignore[arg-type]
+            shared(path) if path else "",  # type: ignore[arg-type]
             int(line) if line else 0,  # type: ignore[arg-type]
             rec,  # type: ignore[arg-type]
-            shared(status, status) if status else "",  # type: ignore[arg-type]
+            shared(status) if status else "",  # type: ignore[arg-type]
         )
         if review == "true":
             reviews[call] = (*reviews.get(call, ()), attempt)  # type: ignore[index, arg-type]
@@ -167,13 +173,13 @@ def gather(store: Store) -> dict[str, CallEvidence]:
     del reviews
     for call, v in store.stream(_P + _EVIDENCE["image"]):
         ev = calls[call]  # type: ignore[index]
-        ev.images = _with(ev.images, shared(v, v))  # type: ignore[arg-type]
+        ev.images = _with(ev.images, shared(v))  # type: ignore[arg-type]
     file_shas: dict[str, tuple[str, ...]] = {}
     for call, f, v in store.stream(_P + _EVIDENCE["file"]):
         ev = calls[call]  # type: ignore[index]
-        ev.files = _with(ev.files, shared(f, f))  # type: ignore[arg-type]
+        ev.files = _with(ev.files, shared(f))  # type: ignore[arg-type]
         if v is not None:
-            file_shas[call] = _with(file_shas.get(call, ()), shared(v, v))  # type: ignore[index, arg-type]
+            file_shas[call] = _with(file_shas.get(call, ()), shared(v))  # type: ignore[index, arg-type]
     for call, shas in file_shas.items():
         ev = calls[call]
         if not ev.images:  # no hash taken at the request: the files' bytes stand in
@@ -181,7 +187,7 @@ def gather(store: Store) -> dict[str, CallEvidence]:
     del file_shas
     for call, v in store.stream(_P + _EVIDENCE["prompt"]):
         ev = calls[call]  # type: ignore[index]
-        ev.prompts = _with(ev.prompts, shared(v, v))  # type: ignore[arg-type]
+        ev.prompts = _with(ev.prompts, shared(v))  # type: ignore[arg-type]
     for call, v in store.stream(_P + _EVIDENCE["id"]):
         ev = calls[call]  # type: ignore[index]
         ev.ids = _with(ev.ids, v)  # type: ignore[arg-type]
@@ -274,14 +280,14 @@ def attempt_models(resolved: set[str], asked: set[str]) -> set[str]:
 def write_identity(w: TripleWriter, store: Store) -> None:
     """Condition, case, prompt evidence and attempt models (see the module docstring)."""
     add = w.add
-    shared = {}.setdefault  # a condition, a case: kept once, not once per call
+    shared = interner()  # a condition, a case: kept once, not once per call
     # call -> (its conditions, its cases): one entry per call for both facts
     facts: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for prop, fact in (("condition", PG.callCondition), ("case", PG.callCase)):
         for call, value in store.stream(_P + _CALL_FACTS.replace("PROP", prop)):
             add(IRI(call), fact, IRI(value))  # type: ignore[arg-type]
             conditions, cases = facts.get(call, ((), ()))  # type: ignore[arg-type]
-            value = shared(value, value)  # type: ignore[arg-type]
+            value = shared(value)  # type: ignore[arg-type]
             if prop == "condition":
                 facts[call] = (_with(conditions, value), cases)  # type: ignore[index]
             else:
@@ -295,7 +301,7 @@ def write_identity(w: TripleWriter, store: Store) -> None:
         add(IRI(node), PG.executedPromptSha256, sha)
         add(IRI(node), PG.executedSystemSha256, system or None)
         add(IRI(node), PG.executedUserSha256, user or None)
-        prompts.add(call, shared(capture, capture), shared(sha, sha), node)  # type: ignore[arg-type]
+        prompts.add(call, shared(capture), shared(sha), node)  # type: ignore[arg-type]
     prompts.write(w)
     del prompts, facts
     for rec, v in store.stream(_P + _OWN_MODELS):

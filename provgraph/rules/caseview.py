@@ -123,9 +123,9 @@ def gather(store: Store) -> dict[str, CaseEvidence]:
     never per call (a million calls' dictionaries were most of this view's memory).
     """
     cases: dict[str, CaseEvidence] = defaultdict(CaseEvidence)
-    shared = {}.setdefault  # a source file, a split, a view: kept once, not once per row
+    shared = callview.interner()  # a source file, a split, a view: kept once, not once per row
     for entry, case, included, split, view, f in store.stream(_P + _Q["entries"]):
-        ev, f = cases[case], shared(f or "", f or "")  # type: ignore[index, arg-type]
+        ev, f = cases[case], shared(f or "")  # type: ignore[index, arg-type]
         if included != "true":
             ev.excluded.add(entry)  # type: ignore[arg-type]
             continue
@@ -137,9 +137,9 @@ def gather(store: Store) -> dict[str, CaseEvidence]:
     # every node's patients (the case itself, a DICOM rendered for its calls), by node
     direct: dict[str, set[str]] = defaultdict(set)
     for node, patient, case, f in store.stream(_P + _Q["patients"]):
-        patient = shared(patient, patient)  # type: ignore[arg-type]
+        patient = shared(patient)  # type: ignore[arg-type]
         if case is not None:
-            cases[case].patients.add((patient, "node", shared(f or "", f or "")))  # type: ignore[arg-type]
+            cases[case].patients.add((patient, "node", shared(f or "")))  # type: ignore[arg-type]
         direct[node].add(patient)  # type: ignore[index]
     for case, n in store.stream(_P + _Q["planned"]):
         cases[case].planned = int(n)  # type: ignore[index, arg-type]
@@ -147,9 +147,9 @@ def gather(store: Store) -> dict[str, CaseEvidence]:
     for img, case, view, f in store.stream(_P + _Q["metadata"]):
         ev = cases[case]  # type: ignore[index]
         ev.metadata_images.add(img)  # type: ignore[arg-type]
-        ev.views.add((shared(view, view), "metadata", shared(f or "", f or "")))  # type: ignore[arg-type]
+        ev.views.add((shared(view), "metadata", shared(f or "")))  # type: ignore[arg-type]
     for case, split, f in store.stream(_P + _Q["splits"]):
-        cases[case].splits.add((shared(split, split), "split-table", shared(f or "", f or "")))  # type: ignore[index, arg-type]
+        cases[case].splits.add((shared(split), "split-table", shared(f or "")))  # type: ignore[index, arg-type]
     for case, ev in cases.items():
         ev.patients |= {(patient, "case", "") for patient in direct.get(case, ())}
     _resolve_paths(store, cases)
