@@ -8,6 +8,7 @@ flawed twin's ``expected.json`` pins every violation's focus, severity and messa
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import time
@@ -267,3 +268,23 @@ def test_rules_in_parallel_keep_their_order_and_stop_at_a_store_failure() -> Non
     with pytest.raises(StoreUnavailable):
         list(in_parallel(run, range(200), 2))
     assert len(started) < 200
+
+
+def test_a_step_failing_on_a_worker_frees_its_open_result_stream_there(memory_store, monkeypatch) -> None:
+    # A result stream pyoxigraph opened on a worker thread must be freed on that thread: freed
+    # on the caller's (through the traceback the error carries there), pyo3 leaks it and
+    # reports it as unraisable ("PyQuerySolutions is unsendable, but is being dropped on
+    # another thread"), as two server tests did at random before the worker cleared its frames.
+    unraisable: list[str] = []
+    monkeypatch.setattr("sys.unraisablehook", lambda u: unraisable.append(str(u.exc_value)))
+    memory_store.update("INSERT DATA { <http://x/a> <http://x/p> 1, 2, 3 }")
+
+    def half_read(_: int) -> None:
+        rows = memory_store.stream("SELECT ?o WHERE { ?s ?p ?o }")
+        next(rows)
+        raise ValueError("the step failed half-way through its answer")
+
+    with pytest.raises(ValueError, match="half-way"):
+        list(in_parallel(half_read, range(2), 2))
+    gc.collect()
+    assert unraisable == []

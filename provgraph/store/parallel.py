@@ -9,6 +9,7 @@ derived views; writes go through :mod:`provgraph.store.catalog`, which takes one
 from __future__ import annotations
 
 import os
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -56,8 +57,19 @@ def in_parallel(run: Callable[[T], R], items: Iterable[T], threads: int) -> Iter
         return
     pool = ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="provgraph-read")
     try:
-        futures = [pool.submit(run, item) for item in items]
+        futures = [pool.submit(_freeing_on_error, run, item) for item in items]
         for future in futures:
             yield future.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _freeing_on_error(run: Callable[[T], R], item: T) -> R:
+    try:
+        return run(item)
+    except BaseException as err:
+        # The traceback's frames hold what the failed step had open (a result stream of the
+        # engine's, which must be freed on the thread that opened it, or pyo3 leaks it with an
+        # "unsendable" warning): freed here, before the error reaches the caller's thread.
+        traceback.clear_frames(err.__traceback__)
+        raise
