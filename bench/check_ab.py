@@ -60,7 +60,7 @@ print(json.dumps({"total": total, **steps, "cpu": round(cpu.user + cpu.system, 1
 
 
 def run(package: Path, store: Path, steps: str = "all") -> dict:
-    secret = os.environ.get("PROVGRAPH_SECRET", "bench-secret-0123456789abcdef")
+    secret = os.environ.get("PROVGRAPH_SECRET", "bench-secret-0123456789abcdef0123456789")
     command = [sys.executable, "-c", CHILD, str(store), str(package), steps]
     env = {**os.environ, "PROVGRAPH_SECRET": secret}
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)

@@ -55,7 +55,7 @@ def main() -> None:
     from provgraph.rules import load_rules
 
     ids = args.rules or [r.id for r in load_rules()]
-    secret = os.environ.get("PROVGRAPH_SECRET", "bench-secret-0123456789abcdef")
+    secret = os.environ.get("PROVGRAPH_SECRET", "bench-secret-0123456789abcdef0123456789")
     env = {**os.environ, "PROVGRAPH_SECRET": secret}
     results = []
     for rule_id in ids:
