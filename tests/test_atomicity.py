@@ -121,3 +121,56 @@ def test_crash_around_the_switch(bundle_with_store, stage: str, expect_new: bool
     else:
         assert planned == 2
         assert after == before
+
+
+DROP_SCRIPT = textwrap.dedent("""
+    import os, sys
+    from provgraph.store import oxigraph
+    oxigraph.DROP_CHUNK, oxigraph.DROP_FLUSH_EVERY = 500, 1_000
+    real_init = oxigraph.OxigraphStore.__init__
+    removed = [0]
+
+    class Dying:  # the real store, killed after its 2,500th removal
+        def __init__(self, real):
+            self.real = real
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+        def remove(self, quad):
+            self.real.remove(quad)
+            removed[0] += 1
+            if removed[0] == 2_500:
+                os._exit(9)
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        self._ox = Dying(self._ox)
+    oxigraph.OxigraphStore.__init__ = init
+    from provgraph.cli import main
+    main(["-C", sys.argv[1], "ingest"])
+""")
+
+
+def _graph_sizes(store_dir: Path) -> dict[str, int]:
+    import pyoxigraph as ox
+
+    raw = ox.Store(str(store_dir))  # opened bare: no recovery runs
+    try:
+        return {g.value: len(list(raw.quads_for_pattern(None, None, None, g))) for g in raw.named_graphs()}
+    finally:
+        del raw
+
+
+def test_killed_while_dropping_the_replaced_graph(tmp_path: Path) -> None:
+    # the old graph goes in pieces after the switch; a kill between them leaves part of it,
+    # which no catalog entry points to: the next open removes the rest
+    root = write_bundle(tmp_path / "b", {"plan.csv": big_plan(1_000)})
+    subprocess.run(ingest_cmd(root), check=True, capture_output=True)
+    before = _graph_sizes(root / ".provgraph" / "store")
+    (root / "plan.csv").write_text(big_plan(1_001))
+    proc = subprocess.run([sys.executable, "-c", DROP_SCRIPT, str(root)], capture_output=True, text=True)
+    assert proc.returncode == 9, proc.stderr
+    after = _graph_sizes(root / ".provgraph" / "store")
+    (half,) = [g for g in before if 0 < after.get(g, 0) < before[g] - 2_000]  # killed midway
+    _, planned = snapshot(root / ".provgraph" / "store")  # asserts no graph is left orphaned
+    assert planned == 1_001
+    assert half not in _graph_sizes(root / ".provgraph" / "store")

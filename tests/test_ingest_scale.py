@@ -76,6 +76,65 @@ def test_a_large_source_is_loaded_in_segments(tmp_path: Path, monkeypatch) -> No
     store.close()
 
 
+def test_a_large_old_graph_is_dropped_in_pieces(tmp_path: Path, monkeypatch) -> None:
+    # a re-ingest of a changed source drops the graph it replaces; a large one goes quad by quad
+    # in pieces with the write buffers flushed between them (remove_graph's one transaction held
+    # every quad: bench/README.md), and every quad of it goes, and nothing of any other graph
+    from provgraph.store import oxigraph
+
+    monkeypatch.setattr(oxigraph, "DROP_CHUNK", 1_000)
+    monkeypatch.setattr(oxigraph, "DROP_FLUSH_EVERY", 3_000)
+    plan = "call_id,case,condition\n" + "".join(f"C{i},s{i // 2},{'AB'[i % 2]}\n" for i in range(2_000))
+    root = write_bundle(tmp_path / "b", {"plan.csv": plan}, PLAN_CONTRACT)
+    store = open_store(tmp_path / "store")
+    ingest_bundle(root, store)
+    old = catalog.current(store, "import:plan:plan.csv").graph
+    others = {s.graph: store.quad_count(s.graph) for s in catalog.slots(store) if s.graph != old}
+    assert store.quad_count(old) > 5 * oxigraph.DROP_CHUNK
+    removed: list[object] = []
+    flushes: list[int] = []
+    real_remove, real_flush = type(store._ox).remove, type(store._ox).flush
+
+    class Counting:  # the real store, its removals and flushes counted
+        def __getattr__(self, name: str) -> object:
+            return getattr(real_ox, name)
+
+        def remove(self, quad: object) -> None:
+            removed.append(quad)
+            real_remove(real_ox, quad)
+
+        def flush(self) -> None:
+            flushes.append(len(removed))
+            real_flush(real_ox)
+
+    real_ox, store._ox = store._ox, Counting()
+    (root / "plan.csv").write_text(plan + "C9999,s9,A\n")
+    _, results, _ = ingest_bundle(root, store)
+    assert [r.outcome for r in results if r.rel == "plan.csv"] == ["imported"]
+    store._ox = real_ox
+    assert old not in store.named_graphs() and store.quad_count(old) == 0
+    assert len(removed) > 5 * oxigraph.DROP_CHUNK  # in pieces, quad by quad
+    during = [n for n in flushes if 0 < n < len(removed)]
+    assert during[:2] == [3_000, 6_000]  # the buffers flushed as the removal went
+    assert {g: store.quad_count(g) for g in others} == others
+    assert store.quad_count(catalog.current(store, "import:plan:plan.csv").graph) > 0
+    store.close()
+
+
+def test_a_small_graph_is_dropped_in_one_transaction(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store")
+    before = set(store.named_graphs())
+    store.update(
+        "INSERT DATA { GRAPH <urn:g:small> { <urn:a> <urn:p> 1, 2, 3 } "
+        "GRAPH <urn:g:keep> { <urn:a> <urn:p> 4 } }"
+    )
+    store.drop_graph("urn:g:small")
+    store.drop_graph("urn:g:absent")  # no error
+    assert set(store.named_graphs()) == before | {"urn:g:keep"}
+    assert (store.quad_count("urn:g:small"), store.quad_count("urn:g:keep")) == (0, 1)
+    store.close()
+
+
 def test_a_loader_failure_fails_the_import(tmp_path: Path, monkeypatch) -> None:
     root = write_bundle(tmp_path / "b", {"plan.csv": PLAN * 1})
     store = open_store(tmp_path / "store")
