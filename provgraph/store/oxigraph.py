@@ -105,7 +105,7 @@ class OxigraphStore(Store):
     def _drop_in_pieces(self, node: ox.NamedNode) -> None:
         # remove_graph is one transaction that holds every quad it removes: 2.7 GiB for a 10^5
         # calls' view of 2.1 M quads (bench/README.md, sixth run). Quad by quad, with the write
-        # buffers flushed every DROP_FLUSH_EVERY removals, the same took 186 MiB and 0.7x the time.
+        # buffers flushed every DROP_FLUSH_EVERY removals, the same took 196 MiB and half the time.
         # Each piece is listed before it is removed: a live iterator pins the buffers it reads.
         removed = unflushed = 0
         while True:
