@@ -196,13 +196,17 @@ def _peak_mib() -> float:
 
 
 def bulkload_main(args: argparse.Namespace) -> None:
-    """Baseline: load the N-Triples files of ``--store`` (a folder of *.nt) into a fresh store."""
+    """Baseline: load the N-Triples files of ``--nt-dir`` into a fresh store at ``--target``."""
     import pyoxigraph as ox
 
-    target = Path(args.bundle)
-    shutil.rmtree(target, ignore_errors=True)
+    target = Path(args.target)
+    if target.exists() and any(target.iterdir()):
+        # removed after the run: never a folder that holds something else (a bundle, a store)
+        sys.exit(f"bulkload: {target} is not empty; give a new folder for the baseline store")
+    files = sorted(Path(args.nt_dir).glob("*.nt"))
+    if not files:
+        sys.exit(f"bulkload: no *.nt files in {args.nt_dir}")
     store = ox.Store(str(target))
-    files = sorted(Path(args.store).glob("*.nt"))
     load = os.getloadavg()
     t0 = time.perf_counter()
     for i, nt in enumerate(files):
@@ -385,8 +389,9 @@ def run_size(calls: int, args: argparse.Namespace, results: dict) -> None:
     # the bare bulk-load baseline over the same triples
     nts = out / f"nt-{calls}"
     dump_graphs(store, nts)
+    shutil.rmtree(out / f"bare-{calls}", ignore_errors=True)  # a stopped run's leftover
     lines, wall, peak, status = spawn(
-        ["bulkload", "--bundle", str(out / f"bare-{calls}"), "--store", str(nts)]
+        ["bulkload", "--target", str(out / f"bare-{calls}"), "--nt-dir", str(nts)]
     )
     fig = lines[-1] if lines else {"error": f"exit status {status}"}
     fig.update(process_seconds=wall, peak_mib=peak)
@@ -605,8 +610,8 @@ def main() -> None:
     step.add_argument("--backend", default="oxigraph", choices=("oxigraph", "rdflib"))
     step.add_argument("--info", default="")
     bulk = sub.add_parser("bulkload")
-    bulk.add_argument("--bundle", required=True)
-    bulk.add_argument("--store", required=True)
+    bulk.add_argument("--nt-dir", required=True, help="a folder of N-Triples files, one per graph")
+    bulk.add_argument("--target", required=True, help="a new folder for the baseline store (removed after)")
     sub.add_parser("bootstrap")
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--rdflib-sizes", default="1000,10000")
