@@ -19,30 +19,22 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from scale import dump_graphs, spawn  # noqa: E402
 
 
 def _run(argv: list[str], package: Path | None) -> dict:
-    env = dict(os.environ)
-    if package is not None:  # found before the installed package
-        env["PYTHONPATH"] = str(package)
-    proc = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", sys.executable, str(HERE / "scale.py"), *argv],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
-    if proc.returncode or not lines:
-        sys.exit(f"{' '.join(argv[:2])} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-    peak = int(proc.stderr.strip().splitlines()[-1]) // 1024
-    return {"seconds": round(lines[-1]["seconds"], 1), "triples": lines[-1]["triples"], "peak_mib": peak}
+    env = {**os.environ, "PYTHONPATH": str(package)} if package is not None else None  # found first
+    lines, _, peak, status = spawn(argv, env=env)
+    if status or not lines:
+        sys.exit(f"{' '.join(argv[:2])} failed (status {status})")
+    last = lines[-1]
+    return {"seconds": round(last["seconds"], 1), "triples": last["triples"], "peak_mib": round(peak)}
 
 
 def main() -> None:
@@ -54,7 +46,6 @@ def main() -> None:
     args = ap.parse_args()
     if not (args.baseline / "provgraph" / "__init__.py").is_file():
         sys.exit(f"{args.baseline}: no provgraph package in it")
-    from scale import dump_graphs
 
     runs: dict[str, list[dict]] = {"baseline": [], "this": [], "bare": []}
     with tempfile.TemporaryDirectory(prefix="ingest-ab-", dir=args.scratch) as tmp:

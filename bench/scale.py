@@ -253,11 +253,13 @@ def bootstrap_main(args: argparse.Namespace) -> None:
 # --- the parent -------------------------------------------------------------------------------
 
 
-def spawn(argv: list[str], timeout: float | None = None) -> tuple[list[dict], float, float, int]:
+def spawn(
+    argv: list[str], timeout: float | None = None, env: dict[str, str] | None = None
+) -> tuple[list[dict], float, float, int]:
     """Run a child; returns (its JSON lines, parent-side wall seconds, peak RSS MiB, status)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), *argv], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(Path(__file__).resolve()), *argv], stdout=subprocess.PIPE, text=True, env=env
     )
     lines: list[dict] = []
     deadline = time.monotonic() + timeout if timeout else None

@@ -141,11 +141,10 @@ def _make_current(store: Store, key: str, graph: str, fingerprint: str) -> str:
     old = current(store, key)
     switch(store, key, graph, fingerprint)
     if old is not None:
-        store.drop_graph(old.graph)
-        store.flush()  # the removals' tombstones leave the write buffers
-    # no flush after a first load: the switch is in RocksDB's write-ahead log, which a killed
-    # process replays (test_atomicity), and a flush per source waited on the loaded segments'
-    # compaction: 6-10 s of a 10^5 ingest's 52-58 s (bench/README.md, seventh run)
+        store.drop_graph(old.graph)  # flushes what a large removal left in the write buffers
+    # no flush here: the switch is in RocksDB's write-ahead log, which a killed process replays
+    # (test_atomicity), and a flush per source waited on the loaded segments' compaction: 6-10 s
+    # of a 10^5 ingest's 52-58 s (bench/README.md, seventh run)
     return graph
 
 

@@ -120,6 +120,8 @@ class OxigraphStore(Store):
                 self._ox.flush()
                 unflushed = 0
             if len(piece) < DROP_CHUNK:
+                if unflushed:  # the last removals' tombstones leave the write buffers too
+                    self._ox.flush()
                 return
 
     def named_graphs(self) -> list[str]:
