@@ -7,8 +7,9 @@ The phases are those of ``provgraph check`` (:func:`provgraph.lineage.gate.run_g
 ``refresh`` (``refresh_derived``: statistics, call view, pixel view), ``rules``
 (``run_check``), ``record`` (``record_check``) and ``hubs`` (``record_hubs``); and ``stats``,
 the statistics recomputed even when their inputs did not change (``provgraph stats``), and
-``callview``, ``fileview``, ``caseview``, ``pixelview``, ``decodingview``, refresh's view steps
-one at a time (in that order: the later ones read the call view); ``--readers N`` runs the
+``compact`` (the compaction refresh starts with after an import), and ``callview``, ``fileview``,
+``caseview``, ``pixelview``, ``decodingview``, refresh's view steps one at a time (in that
+order: the later ones read the call view); ``--readers N`` runs the
 rules on N threads (default one per core, up to 4). All run in this
 one process, in that order; before each, the kernel's high-water mark is reset
 (``/proc/self/clear_refs``), and a thread samples the resident set every 50 ms as well, so each
@@ -101,6 +102,8 @@ def main() -> None:
         elif phase == "record":
             assert report is not None, "record needs the rules phase first"
             record_check(store, report)
+        elif phase == "compact":
+            store.compact()
         elif phase in VIEWS:  # refresh's steps one at a time, in refresh's order
             importlib.import_module(f"provgraph.rules.{phase}").refresh(store)
         elif phase == "stats":  # the statistics alone, recomputed whether or not inputs changed
