@@ -4,13 +4,13 @@
     .venv/bin/python bench/check_phases.py --store STORE --phases hubs --baseline main
 
 The phases are those of ``provgraph check`` (:func:`provgraph.lineage.gate.run_gate`):
-``refresh`` (``refresh_derived``: statistics, call view, pixel view), ``rules``
+``refresh`` (``refresh_derived``: compaction, the derived views and the statistics), ``rules``
 (``run_check``), ``record`` (``record_check``) and ``hubs`` (``record_hubs``); and ``stats``,
-the statistics recomputed even when their inputs did not change (``provgraph stats``), and
-``compact`` (the compaction refresh starts with after an import), and ``callview``, ``fileview``,
-``caseview``, ``pixelview``, ``decodingview``, refresh's view steps one at a time (in that
-order: the later ones read the call view); ``--readers N`` runs the
-rules on N threads (default one per core, up to 4). All run in this
+the statistics recomputed even when their inputs did not change (``provgraph stats``),
+``compact`` (the compaction refresh starts with after an import), and ``callview``,
+``fileview``, ``caseview``, ``pixelview``, ``decodingview``, refresh's view steps one at a time
+(in that order: the later ones read the call view); ``--readers N`` runs the rules on N
+threads (default one per core, up to 4). All run in this
 one process, in that order; before each, the kernel's high-water mark is reset
 (``/proc/self/clear_refs``), and a thread samples the resident set every 50 ms as well, so each
 phase's peak is its own. ``hubs`` alone (no ``rules``) reuses the check the store recorded.

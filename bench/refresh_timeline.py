@@ -19,10 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-
-def _rss_mib() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+from check_phases import _rss_mib  # bench/ is the script's folder, first on sys.path
 
 
 def main() -> None:

@@ -96,7 +96,7 @@ def refresh_derived(store: Store, readers: int | None = None) -> None:
         return step(store)
 
     # The call view first, alone: it holds every call's evidence while its quads load, and the
-    # statistics' keys beside it took the peak of a check at 10^6 calls to 4.0 GiB. It reads on
+    # statistics beside it took the peak of a check at 10^6 calls to 4.0 GiB. It reads on
     # `threads` itself, so the phase keeps both cores busy (at 10^5 calls the steps side by side
     # had saved 3 s of 103: bench/README.md).
     callview.refresh(store, readers=threads)
