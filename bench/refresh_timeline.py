@@ -14,6 +14,7 @@ import argparse
 import functools
 import json
 import os
+import resource
 import threading
 import time
 from pathlib import Path
@@ -73,6 +74,8 @@ def main() -> None:
             {
                 "seconds": round(total, 1),
                 "peak_mib": round(peak),
+                # the kernel's high-water mark: a peak between two samples is not missed
+                "maxrss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
                 "peak_at": round(at),
                 "running_at_peak": [label for label, s, e in spans if s <= at <= e],
                 "spans": [

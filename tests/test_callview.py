@@ -98,3 +98,47 @@ def test_identity_facts_resolve_a_batch_retry_that_asked_for_another_model(tmp_p
         "batches/batch_01_errors.jsonl:gpt-4o-2024-08-06",
         f"batches/batch_02_output.jsonl:{other}",
     ]
+
+
+def test_the_view_folded_in_partitions_is_the_view_folded_at_once(tmp_path: Path) -> None:
+    """The refresh folds calls one partition at a time (bounded memory at 10^6 calls): every
+    call lands in one partition, and the evidence folded per partition is the evidence folded
+    from every row at once, for calls with retries, file-only images and unplanned ids."""
+    from provgraph.rules import callview
+
+    plan = "call_id,case,condition,replicate\n" + "".join(
+        f"C{i},s{i % 7},{'AB'[i % 2]},1\n" for i in range(40)
+    )
+    records, files = [], {}
+    for i in range(46):  # C40-C45 are in no plan: their ids come from the records
+        image = f"img{i % 5}.png"
+        files[image] = f"\x89PNG {i % 5}".encode()
+        if i % 3 == 0:  # a failed first attempt, retried
+            records.append(
+                {"call_id": f"C{i}", "status": "error", "image": image, "ended_at": "2026-07-01T10:00:00Z"}
+            )
+        records.append(
+            {
+                "call_id": f"C{i}",
+                "status": "ok",
+                "image": image,
+                "output": f"out{i}.txt",
+                "ended_at": "2026-07-01T11:00:00Z",
+            }
+        )
+        files[f"out{i}.txt"] = f"answer {i}\n"
+    files |= {"plan.csv": plan, "calls.jsonl": "".join(json.dumps(r) + "\n" for r in records)}
+    store, _, _ = ingest_bundle(write_bundle(tmp_path / "b", files))
+    whole = callview.gather(store)
+    folded: dict = {}
+    for path in callview.gather_partitioned(store, tmp_path, partitions=4):
+        part = callview.read_partition(path)
+        assert not set(part) & set(folded), "a call was split between partitions"
+        folded |= part
+    assert len(whole) == 46
+    assert {c: _slots(e) for c, e in folded.items()} == {c: _slots(e) for c, e in whole.items()}
+    assert sum(1 for e in whole.values() if len(e.records) == 2) == 16
+
+
+def _slots(ev) -> tuple:
+    return (sorted(ev.records), sorted(ev.images), sorted(ev.files), sorted(ev.prompts), sorted(ev.ids))
