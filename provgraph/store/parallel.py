@@ -8,6 +8,9 @@ derived views; writes go through :mod:`provgraph.store.catalog`, which takes one
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import os
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -73,3 +76,27 @@ def _freeing_on_error(run: Callable[[T], R], item: T) -> R:
         # "unsendable" warning): freed here, before the error reaches the caller's thread.
         traceback.clear_frames(err.__traceback__)
         raise
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:  # glibc only (musl and macOS have no malloc_trim)
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def release_memory() -> bool:
+    """Hand the memory a finished step freed back to the system; True when the C library can.
+
+    glibc keeps freed chunks in its heaps for reuse, and a step's many small objects (a view's
+    per-case and per-image evidence) leave them scattered between live ones, so the resident set
+    stays at the step's peak: at 10^5 calls a third of it after the per-case and pixel views
+    (615 -> 393 MiB), at 10^6 about 0.9 GiB the statistics then grew on top of. Trimming costs
+    a walk of the heaps (milliseconds).
+    """
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
