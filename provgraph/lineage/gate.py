@@ -74,8 +74,9 @@ def refresh_derived(store: Store, readers: int | None = None) -> None:
     run side by side on ``readers`` threads (default one per core, up to 4; 1 runs them in
     turn): the per-case view and the pixel verdicts (which read the call view), the
     statistics, the file classes and the decoding settings. The views write one at a time
-    (:mod:`provgraph.store.catalog`). Raises :class:`~provgraph.errors.UsageError` when the
-    store holds no contract.
+    (:mod:`provgraph.store.catalog`); after each step, the memory it freed goes back to the
+    system (:func:`provgraph.store.parallel.release_memory`). Raises
+    :class:`~provgraph.errors.UsageError` when the store holds no contract.
     """
     _, _, in_force = contract_state(store)
     if not callview.is_current(store):
@@ -98,10 +99,10 @@ def refresh_derived(store: Store, readers: int | None = None) -> None:
         finally:  # what the step freed goes back to the system, not to the next step's peak
             parallel.release_memory()
 
-    # The call view first, alone: it holds every call's evidence while its quads load, and the
-    # statistics beside it took the peak of a check at 10^6 calls to 4.0 GiB. It reads on
-    # `threads` itself, so the phase keeps both cores busy (at 10^5 calls the steps side by side
-    # had saved 3 s of 103: bench/README.md).
+    # The call view first, alone: its identity half holds a fact per call, and when it ran beside
+    # the statistics a check at 10^6 calls peaked at 4.0 GiB. It reads on `threads` itself, so
+    # the phase keeps both cores busy (at 10^5 calls the steps side by side had saved 3 s of
+    # 103: bench/README.md).
     run(lambda store: callview.refresh(store, readers=threads))
     steps = [caseview.refresh, pixelview.refresh, statistics, fileview.refresh, decodingview.refresh]
     list(parallel.in_parallel(run, steps, threads))
