@@ -158,7 +158,8 @@ _KINDS = ("records", "image", "file", "prompt", "id")
 
 
 def gather(store: Store) -> dict[str, CallEvidence]:
-    """Every call's evidence, keyed by the call node's IRI (all calls held at once)."""
+    """Every call's evidence, keyed by the call node's IRI, all calls held at once: the reference
+    the refresh's :func:`gather_partitioned` is tested against."""
     return fold({kind: store.stream(_P + _query(kind)) for kind in _KINDS})
 
 
@@ -172,14 +173,14 @@ def gather_partitioned(store: Store, folder: Path, partitions: int = PARTITIONS)
     :func:`read_partition`."""
     paths = [folder / f"calls-{i:02d}.pickle" for i in range(partitions)]
     files = [path.open("wb") for path in paths]
-    pending: list[list[tuple]] = [[] for _ in paths]
+    pending: list[list[tuple[str, tuple]]] = [[] for _ in paths]
     try:
         for kind in _KINDS:
             for row in store.stream(_P + _query(kind)):
                 # crc32, not hash(): the same call lands in the same file in every process
                 i = zlib.crc32(row[0].encode()) % partitions  # type: ignore[union-attr]
                 rows = pending[i]
-                rows.append((kind, *row))
+                rows.append((kind, row))
                 if len(rows) >= _BATCH:
                     pickle.dump(rows, files[i], pickle.HIGHEST_PROTOCOL)
                     rows.clear()
@@ -201,8 +202,8 @@ def read_partition(path: Path) -> dict[str, CallEvidence]:
                 batch = pickle.load(fh)
             except EOFError:
                 break
-            for kind, *row in batch:
-                by_kind[kind].append(tuple(row))
+            for kind, row in batch:
+                by_kind[kind].append(row)
     return fold(by_kind)
 
 
@@ -308,7 +309,7 @@ def refresh(store: Store, readers: int | None = None) -> bool:
                 calls = read_partition(path)
                 count += len(calls)
                 write_view(w, calls)
-                del calls
+                del calls  # freed before the next partition is read, not beside it
                 path.unlink()
             catalog.copy_lines(identity, fh)
 
