@@ -89,12 +89,35 @@ def test_pairwise_available_equals_per_pair_deletion(y: np.ndarray, data) -> Non
     values = y.astype(float)
     holes = data.draw(arrays(np.bool_, y.shape))
     values[holes] = np.nan
-    result, rows = paired.pairwise_available(values)
+    result, lazy = paired.pairwise_available(values)
+    rows = list(lazy)
     for p, (a, b) in enumerate(combinations(range(y.shape[1]), 2)):
         keep = ~np.isnan(values[:, a]) & ~np.isnan(values[:, b])
         t = table(y[keep], a, b)
         assert (result.b[p], result.c[p], result.n[p]) == (t[0, 1], t[1, 0], keep.sum())
         assert rows[p].tolist() == np.flatnonzero(keep).tolist()
+
+
+@pytest.mark.parametrize("rows_per_product", [1, 7, 1000])
+def test_products_over_blocks_of_rows_count_what_one_product_counts(monkeypatch, rows_per_product) -> None:
+    """The Gram products summed over blocks of rows (bounded memory) give every pair's counts,
+    blocks ending inside, at and past the matrix's last row."""
+    rng = np.random.default_rng(rows_per_product)
+    y = rng.integers(0, 2, size=(400, 5)).astype(np.int8)
+    values = y.astype(float)
+    values[rng.random(y.shape) < 0.2] = np.nan
+    monkeypatch.setattr(paired, "ROWS_PER_PRODUCT", rows_per_product)
+    i, j, b, c = paired.discordant_all_pairs(y)
+    result, lazy = paired.pairwise_available(values)
+    for p, (a, bb) in enumerate(combinations(range(5), 2)):
+        assert (b[p], c[p]) == (table(y, a, bb)[0, 1], table(y, a, bb)[1, 0])
+        keep = ~np.isnan(values[:, a]) & ~np.isnan(values[:, bb])
+        t = table(y[keep], a, bb)
+        assert (result.b[p], result.c[p], result.n[p]) == (t[0, 1], t[1, 0], keep.sum())
+    assert [r.tolist() for r in lazy] == [
+        np.flatnonzero(~np.isnan(values[:, a]) & ~np.isnan(values[:, bb])).tolist()
+        for a, bb in combinations(range(5), 2)
+    ]
 
 
 def test_mcnemar_by_hand() -> None:
