@@ -194,3 +194,54 @@ def test_cluster_codes_are_those_of_the_sorted_names() -> None:
     notes: list[str] = []
     del grid.patients["s5"]
     assert _cluster_codes(grid, rows, "patient", notes) is None and "s5" in notes[0]
+
+
+def _placed_one_by_one(iris, slots, codes, shape, replicate):
+    """The reference for :func:`grid.candidate_states`: each target placed in turn (the loop the
+    array form replaced)."""
+    state = np.full(shape, -1, dtype=np.int8)
+    row = np.full(shape[:2], -1, dtype=np.int64)
+    extra: dict = {}
+    sources: list[str] = []
+    other = 0
+    for k, i, j, rep in zip(*(s.tolist() for s in slots), strict=True):
+        if rep != replicate:
+            other += 1
+            continue
+        if j < 0:
+            continue
+        source = len(sources)
+        sources.append(iris[k])
+        if row[i, j] < 0:
+            row[i, j], state[i, j] = source, codes[k]
+            continue
+        extra[(i, j)] = (*extra.get((i, j), (int(row[i, j]),)), source)
+        mine, prior = codes[k], state[i, j]
+        clash = (mine >= 0) & (prior >= 0) & (mine != prior)
+        state[i, j] = np.where(clash, -2, np.where(prior == -1, mine, prior))
+    return state, row, extra, other, sources
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.integers(0, 2), st.integers(-1, 2), st.integers(1, 2)), max_size=25
+    ),
+    st.integers(0, 2**32 - 1),
+)
+def test_candidate_states_in_arrays_place_rows_as_one_by_one(targets: list, seed: int) -> None:
+    """Rows placed at their slots in arrays: the same states (agreeing, conflicting, partial
+    labels), first rows, further rows, other replicates and sources as placing them in turn."""
+    from provgraph.stats.core import grid  # the function under test
+
+    rng = np.random.default_rng(seed)
+    iris = [f"row/{k}" for k in range(6)]
+    codes = rng.integers(-1, 4, size=(6, 3)).astype(np.int8)  # -1: a finding the row leaves out
+    targets.sort(key=lambda t: t[0])  # targets come ordered by row
+    slots = tuple(np.array([t[c] for t in targets], dtype=np.int64) for c in range(4))
+    shape = (3, 3, 3)
+    sources: list[str] = []
+    got = grid.candidate_states(iris, slots, codes, shape, 1, sources)
+    state, row, extra, other, want_sources = _placed_one_by_one(iris, slots, codes, shape, 1)
+    assert got.state.tolist() == state.tolist() and got.row.tolist() == row.tolist()
+    assert got.extra == extra and got.other_replicates == other and sources == want_sources

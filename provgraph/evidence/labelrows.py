@@ -62,27 +62,33 @@ def decode(order: str, states: str) -> list[tuple[str, str]]:
 
 def decode_matrix(orders: Sequence[str], states: Sequence[str], findings: Sequence[str]) -> np.ndarray:
     """States of many rows as an ``rows x len(findings)`` int8 matrix of :data:`INDEX` codes
-    (-1 where a row does not label that finding). Rows sharing a finding order (the usual
-    case: one labeller file) are decoded together."""
+    (-1 where a row does not label that finding)."""
+    codes: dict[str, int] = {}
+    order = np.fromiter((codes.setdefault(o, len(codes)) for o in orders), dtype=np.int64, count=len(orders))
+    return decode_coded(order, list(codes), states, findings)
+
+
+def decode_coded(
+    order: np.ndarray, order_names: Sequence[str], states: Sequence[str], findings: Sequence[str]
+) -> np.ndarray:
+    """:func:`decode_matrix` of rows whose finding orders come as codes into ``order_names``.
+    Rows sharing a finding order (the usual case: one labeller file) are decoded together."""
     column = {f: j for j, f in enumerate(findings)}
     out = np.full((len(states), len(findings)), -1, dtype=np.int8)
     lut = np.full(256, -1, dtype=np.int8)
     for letter, code in INDEX.items():
         lut[ord(letter)] = code
-    groups: dict[str, list[int]] = {}
-    for i, order in enumerate(orders):
-        groups.setdefault(order, []).append(i)
-    for order, rows in groups.items():
-        names = findings_of(order)
+    for code in np.unique(order).tolist():
+        names = findings_of(order_names[code])
         wanted = [(k, column[f]) for k, f in enumerate(names) if f in column]
         if not wanted:
             continue
-        idx = np.asarray(rows, dtype=np.int64)
+        idx = np.flatnonzero(order == code)
         width = len(names)
-        blob = "".join(states[i] for i in rows).encode("ascii")
-        if len(blob) != width * len(rows):
-            raise ValueError(f"a row of finding order {order!r} does not hold {width} states")
-        codes = lut[np.frombuffer(blob, dtype=np.uint8)].reshape(len(rows), width)
+        blob = "".join(states[i] for i in idx.tolist()).encode("ascii")
+        if len(blob) != width * idx.size:
+            raise ValueError(f"a row of finding order {order_names[code]!r} does not hold {width} states")
+        codes = lut[np.frombuffer(blob, dtype=np.uint8)].reshape(idx.size, width)
         src = np.array([k for k, _ in wanted])
         dst = np.array([j for _, j in wanted])
         out[idx[:, None], dst[None, :]] = codes[:, src]

@@ -70,19 +70,15 @@ class Plan:
 
 def read_plan(store: Store, base: str, ks: scan.KeyScans | None = None) -> Plan:
     """Cases and conditions in the order the plan first names them, and its planned slots."""
-    calls, lines = [], []
-    for call, line in stream(
+    keys, lines = scan.keyed_lines(
         store, "SELECT ?call ?line WHERE { ?call a pg:PlannedCall . OPTIONAL { ?call pg:sourceLine ?line } }"
-    ):
-        calls.append(call)
-        lines.append(int(line) if line else 0)
+    )
     try:
-        keys = scan.keys_of(calls)  # type: ignore[arg-type]
         table = scan.Table(keys)
-        first_line = np.full(len(calls), np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(first_line, table.find(keys), np.asarray(lines, dtype=np.int64))
+        first_line = np.full(len(keys), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first_line, table.find(keys), lines)
         ks = ks or scan.key_scans(store, Keys(base, "case"), Keys(base, "condition"))
-        ids, case, cond, rep = scan.slots_of(ks, table, len(calls))
+        ids, case, cond, rep = scan.slots_of(ks, table, len(keys))
         return _plan(ks.cases.names, ks.conditions.names, case, cond, rep, first_line[ids])
     except scan.CannotScan:
         return _joined_plan(store, base)
@@ -226,11 +222,13 @@ def grid_from_labels(store: Store, base: str, annotation: dict | None, analysis:
     plan = read_plan(store, base, ks)
     cand, unresolved = read_candidates(store, base, ks)
     replicate = int(analysis.get("replicate", 1))
-    findings, excluded = cellgrid.endpoint_findings(annotation, _seen_findings(cand.orders))
-    seen_conditions = [t[1] for targets in cand.targets for t in targets]
+    used_orders = [cand.order_names[c] for c in np.unique(cand.order).tolist()]
+    findings, excluded = cellgrid.endpoint_findings(annotation, _seen_findings(used_orders))
+    target_cases = [cand.case_names[c] for c in np.unique(cand.target_case).tolist()]
+    seen_conditions = [cand.cond_names[c] for c in np.unique(cand.target_cond).tolist()]
     conditions = cellgrid.grid_conditions(analysis.get("conditions"), plan.conditions, seen_conditions)
     cases = list(plan.cases)
-    cases += sorted({t[0] for targets in cand.targets for t in targets} - set(cases))
+    cases += sorted(set(target_cases) - set(cases))
     case_index = {c: i for i, c in enumerate(cases)}
     cond_index = {c: j for j, c in enumerate(conditions)}
     notes = cellgrid.excluded_notes(excluded)
@@ -238,9 +236,12 @@ def grid_from_labels(store: Store, base: str, annotation: dict | None, analysis:
         notes.append(f"{count} {cause}{'s' if count != 1 else ''}")
 
     sources: list[str] = []
-    codes = labelrows.decode_matrix(cand.orders, cand.states, findings)
+    codes = labelrows.decode_coded(cand.order, cand.order_names, cand.states, findings)
+    case_of = np.array([case_index.get(c, -1) for c in cand.case_names], dtype=np.int64)
+    cond_of = np.array([cond_index.get(c, -1) for c in cand.cond_names], dtype=np.int64)
+    slots = (cand.target_row, case_of[cand.target_case], cond_of[cand.target_cond], cand.target_rep)
     cand_states = cellgrid.candidate_states(
-        cand.iris, cand.targets, codes, case_index, cond_index, replicate, len(findings), sources
+        cand.iris, slots, codes, (len(cases), len(conditions), len(findings)), replicate, sources
     )
     if cand_states.other_replicates:
         notes.append(

@@ -23,14 +23,40 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Rows:
-    """Label rows read from the store: IRIs, their (case, condition, replicate) targets, and each
-    row's finding-order and state literals (decoded in bulk by
-    :func:`provgraph.evidence.labelrows.decode_matrix`)."""
+    """Candidate label rows tied to slots, as integer codes (a million rows held as Python lists
+    of slot tuples was the statistics' largest object at 10^6 calls).
+
+    Per row: its IRI, its finding order (an index into ``order_names``) and its state literal
+    (decoded in bulk by :func:`provgraph.evidence.labelrows.decode_coded`). Per target, the row
+    it belongs to and its (case, condition, replicate) slot, case and condition as indices into
+    ``case_names`` and ``cond_names``; targets are ordered by row, and a row's targets by case
+    name, condition name and replicate.
+    """
 
     iris: list[str]
-    orders: list[str]
+    order: np.ndarray
+    order_names: list[str]
     states: list[str]
-    targets: list[list[tuple[str, str, int]]]
+    target_row: np.ndarray
+    target_case: np.ndarray
+    target_cond: np.ndarray
+    target_rep: np.ndarray
+    case_names: list[str]
+    cond_names: list[str]
+
+    @property
+    def orders(self) -> list[str]:
+        """Each row's finding order (builds a list: small sets of rows only)."""
+        return [self.order_names[c] for c in self.order.tolist()]
+
+    @property
+    def targets(self) -> list[list[tuple[str, str, int]]]:
+        """Each row's (case, condition, replicate) slots (builds lists: small sets of rows only)."""
+        out: list[list[tuple[str, str, int]]] = [[] for _ in self.iris]
+        columns = (self.target_row, self.target_case, self.target_cond, self.target_rep)
+        for k, c, d, r in zip(*(column.tolist() for column in columns), strict=True):
+            out[k].append((self.case_names[c], self.cond_names[d], r))
+        return out
 
 
 def read_candidates(store: Store, base: str, ks: scan.KeyScans | None = None) -> tuple[Rows, Counter[str]]:
@@ -43,6 +69,10 @@ def read_candidates(store: Store, base: str, ks: scan.KeyScans | None = None) ->
         return _joined_candidates(store, base)
 
 
+_UNTIED = "candidate label row tied to no report file and no case/condition"
+_UNNAMED = "candidate label row whose report no call record names as its output"
+
+
 def _scanned_candidates(store: Store, base: str, ks: scan.KeyScans | None) -> tuple[Rows, Counter[str]]:
     """:func:`read_candidates` from one-pattern scans joined on integer keys (the same rows,
     targets and counts as the join; rows in the order the store lists them)."""
@@ -50,6 +80,7 @@ def _scanned_candidates(store: Store, base: str, ks: scan.KeyScans | None) -> tu
     distinct = np.sort(scan.Table(row_keys).first)
     rows = [rows[i] for i in distinct.tolist()]
     table, n = scan.Table(row_keys.take(distinct)), len(distinct)
+    del row_keys
     order_codes = scan.Codes()
     subjects, order = scan.scan(store, "SELECT ?s ?o WHERE { ?s pg:findingOrder ?o }", order_codes)
     row_order = scan.first_value(table.find(subjects), order, n)  # type: ignore[arg-type]
@@ -61,29 +92,62 @@ def _scanned_candidates(store: Store, base: str, ks: scan.KeyScans | None) -> tu
 
     subjects, state = scan.scan(store, "SELECT ?s ?o WHERE { ?s pg:labelStates ?o }", keep)
     row_state = scan.first_value(table.find(subjects), state, n)  # type: ignore[arg-type]
+    del subjects, order, state
     ks = ks or scan.key_scans(store, Keys(base, "case"), Keys(base, "condition"))
-    explicit = [
+    ecase, econd, erep = (
         scan.first_value(table.find(keys), codes, n) for keys, codes in (ks.case, ks.condition, ks.replicate)
-    ]
+    )
     row_ids, file_ids, files = _row_files(store, table)
     has_file = np.zeros(n, dtype=bool)
     has_file[row_ids] = True
     found = _file_slots(store, ks, row_ids, file_ids, files)
-    iris, orders, states, explicit_keys, found_lists, files = [], [], [], [], [], []
-    for k in np.flatnonzero((row_order >= 0) & (row_state >= 0)).tolist():
-        iris.append(rows[k])
-        orders.append(order_codes.names[row_order[k]])
-        states.append(kept[row_state[k]])
-        ecase, econd, erep = (int(e[k]) for e in explicit)
-        keys = (
-            ks.cases.names[ecase] if ecase >= 0 else "",
-            ks.conditions.names[econd] if econd >= 0 else "",
-            erep if erep >= 0 else 0,
-        )
-        explicit_keys.append(keys if ecase >= 0 or econd >= 0 else None)
-        found_lists.append(found.get(k, []))
-        files.append(bool(has_file[k]))
-    return _resolved(iris, orders, states, explicit_keys, found_lists, files)
+    labelled = (row_order >= 0) & (row_state >= 0)
+    # a row naming both case and condition labels that slot; else the slots of its file's
+    # call records, filtered by the part of the key it names
+    both = labelled & (ecase >= 0) & (econd >= 0)
+    k = np.flatnonzero(both)
+    explicit = np.stack([k, ecase[k], econd[k], np.where(erep[k] > 0, erep[k], 1)], axis=1)
+    fk, fcase, fcond = found[:, 0], found[:, 1], found[:, 2]
+    fits = (
+        labelled[fk]
+        & ~both[fk]
+        & ((ecase[fk] < 0) | (ecase[fk] == fcase))
+        & ((econd[fk] < 0) | (econd[fk] == fcond))
+    )
+    targets = np.concatenate([explicit, found[fits]]) if found.size else explicit
+    case_rank, cond_rank = _ranks(ks.cases.names), _ranks(ks.conditions.names)
+    targets = targets[
+        np.lexsort((targets[:, 3], cond_rank[targets[:, 2]], case_rank[targets[:, 1]], targets[:, 0]))
+    ]
+    tied = np.zeros(n, dtype=bool)
+    tied[targets[:, 0]] = True
+    unresolved: Counter[str] = Counter()
+    for cause, count in ((_UNNAMED, labelled & ~tied & has_file), (_UNTIED, labelled & ~tied & ~has_file)):
+        if count.any():
+            unresolved[cause] = int(np.count_nonzero(count))
+    resolved = np.flatnonzero(tied)
+    position = np.full(n, -1, dtype=np.int64)
+    position[resolved] = np.arange(resolved.size)
+    out = Rows(
+        [rows[i] for i in resolved.tolist()],
+        row_order[resolved],
+        order_codes.names,
+        [kept[i] for i in row_state[resolved].tolist()],
+        position[targets[:, 0]],
+        targets[:, 1],
+        targets[:, 2],
+        targets[:, 3],
+        ks.cases.names,
+        ks.conditions.names,
+    )
+    return out, unresolved
+
+
+def _ranks(names: list[str]) -> np.ndarray:
+    """Each name's rank in sorted order (the order Python sorts the slot tuples in)."""
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+    return rank
 
 
 def _row_files(store: Store, rows: scan.Table) -> tuple[np.ndarray, np.ndarray, scan.Table]:
@@ -117,9 +181,10 @@ def _row_files(store: Store, rows: scan.Table) -> tuple[np.ndarray, np.ndarray, 
 
 def _file_slots(
     store: Store, ks: scan.KeyScans, row_ids: np.ndarray, file_ids: np.ndarray, files: scan.Table
-) -> dict[int, list[tuple[str, str, int]]]:
-    """Per row, the (case, condition, replicate) slots of the call records that name one of
-    its files as their output (through the records' planned calls)."""
+) -> np.ndarray:
+    """Distinct (row, case, condition, replicate) rows, sorted: the slots of the call records
+    that name one of a row's files as their output (through the records' planned calls); case
+    and condition as codes of ``ks``."""
     rec_s, rec_f = scan.scan(store, "SELECT ?s ?o WHERE { ?s pg:outputFile ?o }")
     rec_file = files.find(rec_f)  # type: ignore[arg-type]
     named = np.flatnonzero(rec_file >= 0)
@@ -137,12 +202,8 @@ def _file_slots(
     c, d = scan.pairs(rec, call_rec)
     row, call = row[c], call_id[d]
     e, f = scan.pairs(call, slot_call)
-    found = np.unique(np.stack([row[e], case[f], cond[f], rep[f]], axis=1), axis=0)
-    out: dict[int, list[tuple[str, str, int]]] = {}
-    case_names, cond_names = ks.cases.names, ks.conditions.names
-    for k, ci, di, r in found.tolist():
-        out.setdefault(k, []).append((case_names[ci], cond_names[di], r))
-    return out
+    found = np.stack([row[e], case[f], cond[f], rep[f]], axis=1)
+    return np.unique(found, axis=0) if found.size else np.empty((0, 4), dtype=np.int64)
 
 
 def _joined_candidates(store: Store, base: str) -> tuple[Rows, Counter[str]]:
@@ -212,21 +273,35 @@ def _resolved(
     found: list[list[tuple[str, str, int]]],
     has_file: list[bool],
 ) -> tuple[Rows, Counter[str]]:
-    out = Rows([], [], [], [])
+    """The joined rows resolved one by one (the reference the scans' array form is tested
+    against), packed as :class:`Rows`."""
+    order_codes, case_codes, cond_codes = scan.Codes(), scan.Codes(), scan.Codes()
+    kept: list[int] = []
+    columns: list[list[int]] = [[], [], [], []]
     unresolved: Counter[str] = Counter()
     for k in range(len(iris)):
         resolved = _resolve(explicit[k], found[k])
         if not resolved:
-            unresolved[
-                "candidate label row whose report no call record names as its output"
-                if has_file[k]
-                else "candidate label row tied to no report file and no case/condition"
-            ] += 1
+            unresolved[_UNNAMED if has_file[k] else _UNTIED] += 1
             continue
-        out.iris.append(iris[k])
-        out.orders.append(orders[k])
-        out.states.append(states[k])
-        out.targets.append(resolved)
+        for case, cond, rep in resolved:
+            values = (len(kept), case_codes(case), cond_codes(cond), rep)
+            for column, value in zip(columns, values, strict=True):
+                column.append(value)
+        kept.append(k)
+    row, case, cond, rep = (np.asarray(c, dtype=np.int64) for c in columns)
+    out = Rows(
+        [iris[k] for k in kept],
+        np.asarray([order_codes(orders[k]) for k in kept], dtype=np.int64),
+        order_codes.names,
+        [states[k] for k in kept],
+        row,
+        case,
+        cond,
+        rep,
+        case_codes.names,
+        cond_codes.names,
+    )
     return out, unresolved
 
 

@@ -206,41 +206,37 @@ class CandidateStates:
 
 def candidate_states(
     iris: list[str],
-    targets: list[list[Slot]],
+    slots: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     codes: np.ndarray,
-    case_index: dict[str, int],
-    cond_index: dict[str, int],
+    shape: tuple[int, int, int],
     replicate: int,
-    n_find: int,
     sources: list[str],
 ) -> CandidateStates:
-    """Place each candidate row (``codes``: rows x findings) at its slots; appends to ``sources``."""
-    out = CandidateStates(
-        np.full((len(case_index), len(cond_index), n_find), -1, dtype=np.int8),
-        np.full((len(case_index), len(cond_index)), -1, dtype=np.int64),
-        {},
-        0,
-    )
-    for k, slots in enumerate(targets):
-        for case, cond, rep in slots:
-            if rep != replicate:
-                out.other_replicates += 1
-                continue
-            j = cond_index.get(cond)
-            if j is None:
-                continue
-            i = case_index[case]
-            source = len(sources)
-            sources.append(iris[k])
-            if out.row[i, j] < 0:
-                out.row[i, j] = source
-                out.state[i, j] = codes[k]
-                continue
-            # a second row for the same slot: equal states agree, different ones conflict
-            out.extra[(i, j)] = (*out.extra.get((i, j), (int(out.row[i, j]),)), source)
-            mine, prior = codes[k], out.state[i, j]
-            clash = (mine >= 0) & (prior >= 0) & (mine != prior)
-            out.state[i, j] = np.where(clash, -2, np.where(prior == -1, mine, prior))
+    """Place each candidate row (``codes``: rows x findings) at its slots; appends to ``sources``.
+
+    ``slots``: per target, its row (into ``iris`` and ``codes``), case index, condition index
+    (-1: a condition outside the grid, left out) and replicate, in the order the rows are
+    placed; ``shape``: (cases, conditions, findings)."""
+    row, case, cond, rep = slots
+    out = CandidateStates(np.full(shape, -1, dtype=np.int8), np.full(shape[:2], -1, dtype=np.int64), {}, 0)
+    other = rep != replicate
+    out.other_replicates = int(np.count_nonzero(other))
+    t = np.flatnonzero(~other & (cond >= 0))
+    k, i, j = row[t], case[t], cond[t]
+    start = len(sources)
+    sources.extend(iris[x] for x in k.tolist())
+    _, first = np.unique(i * shape[1] + j, return_index=True)
+    out.row[i[first], j[first]] = start + first
+    out.state[i[first], j[first]] = codes[k[first]]
+    later = np.ones(t.size, dtype=bool)
+    later[first] = False
+    for p in np.flatnonzero(later).tolist():  # a slot labelled more than once (rare)
+        ip, jp, source = int(i[p]), int(j[p]), start + p
+        # equal states agree, different ones conflict
+        out.extra[(ip, jp)] = (*out.extra.get((ip, jp), (int(out.row[ip, jp]),)), source)
+        mine, prior = codes[k[p]], out.state[ip, jp]
+        clash = (mine >= 0) & (prior >= 0) & (mine != prior)
+        out.state[ip, jp] = np.where(clash, -2, np.where(prior == -1, mine, prior))
     return out
 
 
