@@ -108,6 +108,7 @@ def test_products_over_blocks_of_rows_count_what_one_product_counts(monkeypatch,
     values[rng.random(y.shape) < 0.2] = np.nan
     monkeypatch.setattr(paired, "ROWS_PER_PRODUCT", rows_per_product)
     i, j, b, c = paired.discordant_all_pairs(y)
+    assert list(zip(i.tolist(), j.tolist(), strict=True)) == list(combinations(range(5), 2))
     result, lazy = paired.pairwise_available(values)
     for p, (a, bb) in enumerate(combinations(range(5), 2)):
         assert (b[p], c[p]) == (table(y, a, bb)[0, 1], table(y, a, bb)[1, 0])

@@ -245,3 +245,24 @@ def test_candidate_states_in_arrays_place_rows_as_one_by_one(targets: list, seed
     state, row, extra, other, want_sources = _placed_one_by_one(iris, slots, codes, shape, 1)
     assert got.state.tolist() == state.tolist() and got.row.tolist() == row.tolist()
     assert got.extra == extra and got.other_replicates == other and sources == want_sources
+
+
+def test_used_sources_are_the_rows_of_present_cells() -> None:
+    """The sources marked a condition at a time: the rows of every present cell, of its block's
+    reference, and the further rows of a slot labelled twice, once each, in source order."""
+    rng = np.random.default_rng(11)
+    grid = _grid(["s1", "s2", "s3"], ["Edema", "Cardiomegaly"], {})
+    grid.sources = [f"row/{k % 9}" for k in range(12)]  # rows 9..11 repeat rows 0..2
+    grid.category = rng.integers(-1, 4, size=grid.category.shape).astype(np.int8)
+    grid.cell_source = np.where(grid.category >= 0, rng.integers(0, 12, size=grid.category.shape), -1)
+    grid.block_source = np.array([3, -1, 5, 10, 7, -1])
+    grid.extra_sources = {(0, 1): (4, 11), (2, 0): (8,)}
+    present = grid.category >= 0
+    want = set(grid.cell_source[present].tolist())
+    want |= {int(b) for b, any_cell in zip(grid.block_source, present.any(axis=1), strict=True) if any_cell}
+    for (c, j), extra in grid.extra_sources.items():
+        if present[grid.block_case == c, j].any():
+            want |= set(extra)
+    want.discard(-1)
+    expected = list(dict.fromkeys(grid.sources[k] for k in sorted(want)))
+    assert grid.used_sources() == expected and len(expected) == len(set(expected))

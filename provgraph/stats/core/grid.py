@@ -113,14 +113,23 @@ class CellGrid:
         return Cell(case, finding, condition, int(self.values[i, j]), category, severity, sources)
 
     def used_sources(self) -> list[str]:
-        """Every label row (or reported cell) at least one cell derives from."""
-        present = self.category >= 0
-        parts = [self.cell_source[present], self.block_source[present.any(axis=1)]]
-        for (c, j), rows in self.extra_sources.items():
-            if present[self.block_case == c, j].any():
-                parts.append(np.asarray(rows, dtype=np.int64))
-        used = np.unique(np.concatenate(parts))
-        return list(dict.fromkeys(self.sources[k] for k in used[used >= 0].tolist()))
+        """Every label row (or reported cell) at least one cell derives from, once each.
+
+        Marked a condition at a time: the whole grid's masked source indices are as many
+        int64s as cells (14 M at 10^6 calls, 0.3 GB with their sort)."""
+        used = np.zeros(len(self.sources), dtype=bool)
+        any_cell = np.zeros(self.block_count, dtype=bool)
+        for j in range(self.category.shape[1]):
+            present = self.category[:, j] >= 0
+            rows = self.cell_source[present, j]
+            used[rows[rows >= 0]] = True
+            any_cell |= present
+            for (c, jj), extra in self.extra_sources.items():
+                if jj == j and present[self.block_case == c].any():
+                    used[list(extra)] = True
+        blocks = self.block_source[any_cell]
+        used[blocks[blocks >= 0]] = True
+        return list(dict.fromkeys(self.sources[k] for k in np.flatnonzero(used).tolist()))
 
     def keyset(self, rows: np.ndarray) -> str:
         """SHA-256 over the sorted ``case<TAB>finding`` lines of the blocks ``rows``."""
