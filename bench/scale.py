@@ -93,12 +93,22 @@ def run_step(step: str, bundle_root: Path, store, info: dict) -> dict:
         from provgraph.rules import load_rules, run_check
 
         s0 = time.perf_counter()
+        _reset_peak()
         refresh_derived(store)
         out["stats_seconds"] = time.perf_counter() - s0
+        out["refresh_peak_mib"] = _peak_mib()  # each phase's own high-water mark
+        _reset_peak()
+        r0 = time.perf_counter()
         report = run_check(store, load_rules())
+        out["rules_seconds"] = time.perf_counter() - r0
+        out["rules_peak_mib"] = _peak_mib()
+        _reset_peak()
         h0 = time.perf_counter()
         record_check_and_hubs(store, report)  # also walks what lies upstream of each large hub
         out["record_seconds"] = time.perf_counter() - h0
+        out["record_peak_mib"] = _peak_mib()
+        # resetting the high-water mark also resets the one the kernel reports at exit
+        out["phase_peak_mib"] = max(out["refresh_peak_mib"], out["rules_peak_mib"], out["record_peak_mib"])
         out["passed"] = report.passed
         out["rules"] = {
             r.rule.id: [r.outcome, len(r.violations), round(r.seconds, 3)] for r in report.results
@@ -379,7 +389,7 @@ def run_size(calls: int, args: argparse.Namespace, results: dict) -> None:
             ["step", step, "--bundle", str(root), "--store", str(store), "--info", info]
         )
         fig = lines[-1] if lines else {"error": f"exit status {status}"}
-        fig.update(process_seconds=wall, peak_mib=peak)
+        fig.update(process_seconds=wall, peak_mib=max(peak, fig.get("phase_peak_mib", 0)))
         entry["oxigraph"][step] = fig
         print(_line("oxigraph", step, fig), flush=True)
         save(args, results)
