@@ -70,13 +70,17 @@ class Plan:
 
 def read_plan(store: Store, base: str, ks: scan.KeyScans | None = None) -> Plan:
     """Cases and conditions in the order the plan first names them, and its planned slots."""
-    keys, lines = scan.keyed_lines(
-        store, "SELECT ?call ?line WHERE { ?call a pg:PlannedCall . OPTIONAL { ?call pg:sourceLine ?line } }"
+    # hashed a batch at a time: the planned calls' IRIs are not kept
+    keys, lines = scan.scan(
+        store,
+        "SELECT ?call (COALESCE(?line, 0) AS ?l) WHERE { ?call a pg:PlannedCall . "
+        "OPTIONAL { ?call pg:sourceLine ?line } }",
+        lambda line: int(line) if line else 0,
     )
     try:
         table = scan.Table(keys)
         first_line = np.full(len(keys), np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(first_line, table.find(keys), lines)
+        np.minimum.at(first_line, table.find(keys), lines)  # type: ignore[arg-type]
         ks = ks or scan.key_scans(store, Keys(base, "case"), Keys(base, "condition"))
         ids, case, cond, rep = scan.slots_of(ks, table, len(keys))
         return _plan(ks.cases.names, ks.conditions.names, case, cond, rep, first_line[ids])

@@ -81,27 +81,6 @@ def scan(
     return subject, (Keys(_concat(oa), _concat(ob)) if values is None else _concat(oa))
 
 
-def keyed_lines(store: Store, query: str) -> tuple[Keys, np.ndarray]:
-    """Rows ``(?node ?line)``: the nodes' keys and their source lines (0 where unbound), hashed
-    a batch at a time (the nodes' strings are not kept)."""
-    keys: list[Keys] = []
-    lines: list[np.ndarray] = []
-    batch: list[str] = []
-    numbers: list[int] = []
-    for node, line in stream(store, query):
-        if node is None:
-            continue
-        batch.append(node)
-        numbers.append(int(line) if line else 0)
-        if len(batch) == BATCH:
-            keys.append(keys_of(batch))
-            lines.append(np.asarray(numbers, dtype=np.int64))
-            batch, numbers = [], []
-    keys.append(keys_of(batch))
-    lines.append(np.asarray(numbers, dtype=np.int64))
-    return Keys(_concat([k.a for k in keys]), _concat([k.b for k in keys])), _concat(lines)
-
-
 def _batches(rows: Iterator[tuple[str | None, ...]]) -> Iterator[tuple[list[str], list[str]]]:
     subjects: list[str] = []
     objects: list[str] = []
