@@ -79,6 +79,13 @@ def test_uninverted_film_fails_on_pixels_its_twins_pass(provider: str, tmp_path:
     assert all("MONOCHROME1 files/p10/" in v.message for v in polarity.violations)
     # nothing but the pixels said so: the record-based rule has no record to read
     assert result(report, "pixel-monochrome-polarity").outcome == "pass"
+    # one verdict node per (case, image), linked to the call of every condition that sent it
+    (row,) = store.select(
+        "PREFIX pg: <https://w3id.org/provgraph/ns#> SELECT (COUNT(DISTINCT ?v) AS ?nodes) "
+        "(COUNT(DISTINCT ?call) AS ?calls) WHERE { ?v a pg:PixelVerdict ; pg:verdictFor ?call }"
+    )
+    assert int(row["nodes"].value) == len(cp.STUDIES)  # type: ignore[union-attr]
+    assert int(row["calls"].value) == len(cp.STUDIES) * len(cp.CONDITIONS)  # type: ignore[union-attr]
 
     for variant, same in (("correct", True), ("resized-jpeg", False)):
         root = tmp_path / variant
