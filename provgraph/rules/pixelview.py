@@ -108,7 +108,7 @@ class Verdict:
         """The judgement's node, one per (case, image): every call of the case that sent the
         image links to it (``pg:verdictFor``), so ten conditions are one node, not ten."""
         digest = hashlib.sha256(f"{self.case}\0{self.sha}".encode()).hexdigest()[:32]
-        return IRI(f"urn:provgraph:pixel-verdict:{digest}")
+        return IRI(f"urn:provgraph:pixel-verdict:judgement-{digest}")  # (a QName starts with a letter)
 
 
 @dataclass
