@@ -132,12 +132,38 @@ def test_the_view_folded_in_partitions_is_the_view_folded_at_once(tmp_path: Path
     whole = callview.gather(store)
     folded: dict = {}
     for path in callview.gather_partitioned(store, tmp_path, partitions=4):
-        part = callview.read_partition(path)
+        part = callview.read_partition(path, callview.record_paths(store))
         assert not set(part) & set(folded), "a call was split between partitions"
         folded |= part
     assert len(whole) == 46
     assert {c: _slots(e) for c, e in folded.items()} == {c: _slots(e) for c, e in whole.items()}
     assert sum(1 for e in whole.values() if len(e.records) == 2) == 16
+    # a call with several records has their files' paths (they order its history); one with a
+    # single record is not looked up
+    assert all(r.path == "calls.jsonl" for e in whole.values() if len(e.records) == 2 for r in e.records)
+    assert all(r.path == "" for e in whole.values() if len(e.records) == 1 for r in e.records)
+
+
+def test_records_with_no_end_time_are_ordered_by_file_then_line(tmp_path: Path) -> None:
+    """C1 failed in two logs and C2 in one log twice, none with an end time: the call's final
+    state is its last record by file path, then by line. The path is looked up only for calls
+    with several records; the records' own IRIs sort the other way here (``/`` is escaped as
+    ``%2F``, which sorts before ``-``), so only the path gives this order."""
+    plan = "call_id,case,condition,replicate\nC1,s1,A,1\nC2,s2,A,1\n"
+
+    def log(*records: tuple[str, str]) -> str:
+        return "".join(json.dumps({"call_id": c, "status": s}) + "\n" for c, s in records)
+
+    files = {
+        "plan.csv": plan,
+        "logs/z.jsonl": log(("C1", "expired")),
+        "logs-a.jsonl": log(("C1", "error"), ("C2", "expired"), ("C2", "error")),
+    }
+    store, _, _ = ingest_bundle(write_bundle(tmp_path / "b", files))
+    refresh_derived(store)
+    assert view(store, "C1", "finalStatus") == ["expired"]  # logs/z.jsonl sorts after logs-a.jsonl
+    assert view(store, "C2", "finalStatus") == ["error"]  # line 3 after line 2
+    assert view(store, "C1", "failedStatus") == ["error", "expired"]
 
 
 def _slots(ev) -> tuple:
