@@ -99,7 +99,6 @@ _RECORDS = """SELECT ?call ?rec ?status ?ended ?line ?review WHERE {
   OPTIONAL { ?rec pg:endedAt ?ended }
   OPTIONAL { ?rec pg:sourceLine ?line } }"""
 _PATHS = "SELECT ?rec ?path WHERE { VALUES ?rec { %s } ?rec pg:sourceFile/pg:path ?path }"
-_PATH_CHUNK = 1000  # records per VALUES block
 
 
 class Attempt(NamedTuple):
@@ -169,17 +168,13 @@ def gather(store: Store) -> dict[str, CallEvidence]:
 
 
 def record_paths(store: Store) -> Callable[[Iterable[str]], dict[str, str]]:
-    """A look-up of records' file paths (the least, for a record named by two files), a
-    thousand records per query."""
+    """A look-up of records' file paths (the least, for a record named by two files)."""
 
     def lookup(records: Iterable[str]) -> dict[str, str]:
-        ordered = sorted(set(records))
         found: dict[str, str] = {}
-        for k in range(0, len(ordered), _PATH_CHUNK):
-            values = " ".join(f"<{r}>" for r in ordered[k : k + _PATH_CHUNK])
-            for rec, path in store.stream(_P + _PATHS % values):
-                if rec not in found or path < found[rec]:  # type: ignore[operator]
-                    found[rec] = path  # type: ignore[index, assignment]
+        for rec, path in store.stream_values(_P + _PATHS, records):
+            if rec not in found or path < found[rec]:  # type: ignore[operator]
+                found[rec] = path  # type: ignore[index, assignment]
         return found
 
     return lookup
@@ -231,12 +226,11 @@ def read_partition(path: Path, paths: Callable[[Iterable[str]], dict[str, str]])
 
 
 def fold(
-    rows: dict[str, Iterable[tuple]], paths: Callable[[Iterable[str]], dict[str, str]] | None = None
+    rows: dict[str, Iterable[tuple]], paths: Callable[[Iterable[str]], dict[str, str]]
 ) -> dict[str, CallEvidence]:
     """Calls' evidence from the rows of each kind's query, read in the order of :data:`_KINDS`
     (a kind's fallback, reviews or files' bytes, is decided once that kind is complete).
-    ``paths`` looks up the file paths of the records of calls with several (:func:`record_paths`;
-    None: ordered without them)."""
+    ``paths`` looks up the file paths of the records of calls with several (:func:`record_paths`)."""
     calls: dict[str, CallEvidence] = defaultdict(CallEvidence)
     reviews: dict[str, tuple[Attempt, ...]] = {}
     shared = interner()
@@ -260,7 +254,7 @@ def fold(
             ev.records = read
     del reviews
     several = [ev for ev in calls.values() if len(ev.records) > 1]
-    if several and paths is not None:
+    if several:
         found = paths(r.record for ev in several for r in ev.records)
         for ev in several:
             ev.records = tuple(r._replace(path=shared(found.get(r.record, ""))) for r in ev.records)

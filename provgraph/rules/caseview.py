@@ -43,7 +43,6 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -84,8 +83,6 @@ _Q = {
     # the bundle path of the files evidence was read from (a lookup each, not a join per row)
     "paths": "SELECT ?n ?path WHERE { VALUES ?n { %s } ?n pg:path ?path }",
 }
-#: IRIs per VALUES block
-_CHUNK = 1000
 
 #: one piece of evidence: (value, where it was read, file path or "")
 Fact = tuple[str, str, str]
@@ -107,12 +104,6 @@ class CaseEvidence:
         """The split evidence that stands: the manifest's, else the official table's."""
         manifest = [f for f in self.splits if f[1] == "manifest"]
         return sorted(manifest or [f for f in self.splits if f[1] == "split-table"])
-
-
-def _chunks(store: Store, query: str, iris: set[str]) -> Iterator[tuple[str | None, ...]]:
-    ordered = sorted(iris)
-    for k in range(0, len(ordered), _CHUNK):
-        yield from store.stream(_P + query % " ".join(f"<{i}>" for i in ordered[k : k + _CHUNK]))
 
 
 def gather(store: Store) -> dict[str, CaseEvidence]:
@@ -158,7 +149,7 @@ def gather(store: Store) -> dict[str, CaseEvidence]:
 
 def _resolve_paths(store: Store, cases: dict[str, CaseEvidence]) -> None:
     nodes = {f[2] for ev in cases.values() for facts in (ev.patients, ev.views, ev.splits) for f in facts}
-    paths = dict(_chunks(store, _Q["paths"], nodes - {""}))
+    paths = dict(store.stream_values(_P + _Q["paths"], nodes - {""}))
     for ev in cases.values():
         for name in ("patients", "views", "splits"):
             facts = getattr(ev, name)
@@ -171,7 +162,7 @@ def _rendered(store: Store, cases: dict[str, CaseEvidence], direct: dict[str, se
     for img, case in store.stream(_P + _Q["sent"]):
         sent[img].add(case)  # type: ignore[index, arg-type]
     sources: dict[str, set[str]] = defaultdict(set)
-    for img, dicom in _chunks(store, _Q["rendered"], set(sent)):
+    for img, dicom in store.stream_values(_P + _Q["rendered"], sent):
         sources[img].add(dicom)  # type: ignore[index, arg-type]
     if not sources:
         return

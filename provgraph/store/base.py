@@ -9,7 +9,7 @@ added as another backend without touching importers or rules.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -70,6 +70,16 @@ class Store(ABC):
         width = range(len(result.variables))
         for sol in result:
             yield tuple(None if (t := sol[i]) is None else t.value for i in width)
+
+    def stream_values(
+        self, query: str, iris: Iterable[str], chunk: int = 1000
+    ) -> Iterator[tuple[str | None, ...]]:
+        """:meth:`stream` ``query`` once per ``chunk`` of ``iris`` (sorted, distinct), each chunk
+        written as IRIs where the query has ``%s`` (``VALUES ?n { %s }``): a look-up per node,
+        not a join over every row of a property."""
+        ordered = sorted(set(iris))
+        for k in range(0, len(ordered), chunk):
+            yield from self.stream(query % " ".join(f"<{i}>" for i in ordered[k : k + chunk]))
 
     def solutions(
         self, query: str, bindings: Mapping[str, Term] | None = None
