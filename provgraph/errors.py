@@ -21,6 +21,8 @@ class ExitCode(IntEnum):
     USAGE = 2
     #: A bug in provgraph (an unexpected exception); ``-v`` shows the traceback.
     INTERNAL = 3
+    #: Interrupted (Ctrl-C): the command stopped at once; the store keeps its last complete state.
+    INTERRUPTED = 130
 
 
 class ProvgraphError(Exception):

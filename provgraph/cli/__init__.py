@@ -1,15 +1,20 @@
 """The ``provgraph`` command line: a click group with one thin module per command.
 
 Exit codes: 0 ok, 1 the gate failed (a fail rule fired or a rule could not run), 2 usage or
-input error, 3 internal error (a bug). User errors are one line each on stderr.
+input error, 3 internal error (a bug), 130 interrupted (Ctrl-C). User errors are one line each
+on stderr.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -125,32 +130,71 @@ _register()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the CLI and turn provgraph errors into one line on stderr."""
+    """Entry point: run the CLI and turn provgraph errors into one line on stderr.
+
+    The run's temporary files (spilled view partitions, staged graphs) go under one folder of
+    its own, removed when it ends: also when Ctrl-C ends it while a reader thread still writes
+    into it (:func:`_end_interrupted`)."""
+    previous, folder = tempfile.tempdir, tempfile.mkdtemp(prefix="provgraph-run-")
+    tempfile.tempdir = folder
     try:
-        code = cli.main(args=argv, prog_name="provgraph", standalone_mode=False)
-    except ProvgraphError as err:
+        try:
+            code = cli.main(args=argv, prog_name="provgraph", standalone_mode=False)
+        except BaseException as err:
+            if _interrupted(err):
+                _end_interrupted(folder)
+            _fail(err)
+        sys.exit(code if isinstance(code, int) else 0)
+    finally:
+        tempfile.tempdir = previous
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _fail(err: BaseException) -> NoReturn:
+    if isinstance(err, ProvgraphError):
         for line in str(err).splitlines():
             click.echo(f"provgraph: error: {line}", err=True)
         sys.exit(err.exit_code)
-    except click.exceptions.Abort:
+    if isinstance(err, click.exceptions.Abort):
         click.echo("provgraph: aborted", err=True)
         sys.exit(ExitCode.USAGE)
-    except click.ClickException as err:
+    if isinstance(err, click.ClickException):
         err.show()
         sys.exit(ExitCode.USAGE if err.exit_code != 0 else 0)
-    except KeyboardInterrupt:
-        click.echo("provgraph: interrupted; the store keeps its last complete state", err=True)
-        sys.exit(130)
-    except Exception as err:
-        logging.getLogger("provgraph").debug("internal error", exc_info=True)
-        click.echo(
-            f"provgraph: internal error: {type(err).__name__}: {err} "
-            "(this is a bug; run with -v to see the traceback)",
-            err=True,
-        )
-        if logging.getLogger().isEnabledFor(logging.INFO):
-            import traceback
+    if not isinstance(err, Exception):  # SystemExit from a command: its own code
+        raise err
+    logging.getLogger("provgraph").debug("internal error", exc_info=err)
+    click.echo(
+        f"provgraph: internal error: {type(err).__name__}: {err} "
+        "(this is a bug; run with -v to see the traceback)",
+        err=True,
+    )
+    if logging.getLogger().isEnabledFor(logging.INFO):
+        import traceback
 
-            traceback.print_exc()
-        sys.exit(ExitCode.INTERNAL)
-    sys.exit(code if isinstance(code, int) else 0)
+        traceback.print_exception(err)
+    sys.exit(ExitCode.INTERNAL)
+
+
+def _interrupted(err: BaseException | None) -> bool:
+    """Whether ``err`` is a Ctrl-C or arose from one: click re-raises it as ``Abort``, and a
+    temporary folder removed while a reader still wrote into it fails on the way out."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
+
+
+def _end_interrupted(folder: str) -> NoReturn:
+    """Exit 130 at once. Queries still running on reader threads cannot be stopped, and the
+    interpreter would wait for them at exit (a rule that groups a million rows: minutes); what
+    they read is thrown away, and nothing half-written is switched in (the store was closed on
+    the way out, and its graphs change only by atomic switches)."""
+    click.echo("provgraph: interrupted; the store keeps its last complete state", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    shutil.rmtree(folder, ignore_errors=True)
+    os._exit(ExitCode.INTERRUPTED)

@@ -53,18 +53,29 @@ def readers(store: Store, wanted: int | None = None) -> int:
 def in_parallel(run: Callable[[T], R], items: Iterable[T], threads: int) -> Iterator[R]:
     """``run`` over ``items`` on up to ``threads`` threads, yielding the results in the items'
     order. An item that raises (a store that stopped answering) ends the whole run: the items
-    not started are dropped, the ones running are waited for."""
+    not started are dropped, the ones running are waited for.
+
+    The items always run on pool threads, one at a time with ``threads`` 1: the caller's thread
+    only waits on a lock, which Ctrl-C interrupts at once, where a query the engine evaluates on
+    the caller's thread would hold the interrupt until its next row (a rule that counts or
+    groups a million rows: minutes). Interrupted (``KeyboardInterrupt``, ``SystemExit``), the
+    run does not wait for the items running either: the command ends the process
+    (:func:`provgraph.cli.main`), and the store keeps its last complete state.
+    """
     items = list(items)
-    if threads <= 1 or len(items) <= 1:
-        yield from map(run, items)
+    if not items:
         return
-    pool = ThreadPoolExecutor(min(threads, len(items)), thread_name_prefix="provgraph-read")
+    pool = ThreadPoolExecutor(max(1, min(threads, len(items))), thread_name_prefix="provgraph-read")
+    interrupted = False
     try:
         futures = [pool.submit(_freeing_on_error, run, item) for item in items]
         for future in futures:
             yield future.result()
+    except (KeyboardInterrupt, SystemExit):
+        interrupted = True
+        raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
 
 
 def _freeing_on_error(run: Callable[[T], R], item: T) -> R:
