@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from provgraph.cli import App, pass_app
-from provgraph.cli.common import REJECTIONS_SHOWN, capped_rejections, err, out, progress_bar
+from provgraph.cli.common import REJECTIONS_SHOWN, capped_rejections, err, gate_progress, out, progress_bar
 from provgraph.errors import ExitCode, ProvgraphError, UsageError
 from provgraph.rules.formats import FORMATS
 from provgraph.rules.rule import CLAUSES
@@ -115,7 +115,15 @@ def command(
     rejected = _ingest(app, store) if ingest_first else False
     rules = select_rules(load_rules(rules_dir), clauses, rule_ids)
     record = not no_record and not rule_ids and rules_dir is None
-    report = run_gate(store, rules, explicit=bool(clauses or rule_ids), record=record)
+    with gate_progress(len(rules), app.verbosity >= 0) as shown:
+        report = run_gate(
+            store,
+            rules,
+            explicit=bool(clauses or rule_ids),
+            record=record,
+            on_result=shown.result,
+            on_step=shown.step,
+        )
     machine = fmt != "text"
     place = sarif_place(app, sarif_base, sarif_max_results) if fmt == "sarif" else None
     if output is not None:

@@ -16,6 +16,7 @@ from rich.progress import (
     BarColumn,
     DownloadColumn,
     Progress,
+    SpinnerColumn,
     TextColumn,
     TimeElapsedColumn,
     TransferSpeedColumn,
@@ -72,6 +73,47 @@ def progress_bar(enabled: bool = True) -> Iterator[RichProgress]:
     )
     with progress:
         yield RichProgress(progress)
+
+
+class GateProgress:
+    """What a check is doing, drawn on stderr only when it is a terminal: the evidence step that
+    started last, then the rules done out of those to run (at 10^6 calls the views take minutes
+    and a rule up to several). Pass :meth:`step` and :meth:`result` to
+    :func:`provgraph.lineage.gate.run_gate`; both may be called from reader threads (rich's
+    progress takes a lock)."""
+
+    def __init__(self, progress: Progress, rules: int) -> None:
+        self._progress, self._rules = progress, rules
+        self._task = progress.add_task("reading the store")
+        self._started = self._done = 0
+
+    def step(self, name: str) -> None:
+        if name == "rules":
+            label = f"rules: 0 of {self._rules} done"
+        elif name == "recording the check":
+            label = name
+        else:
+            self._started += 1
+            label = f"deriving evidence ({self._started} steps started): {name}"
+        self._progress.update(self._task, description=label)
+
+    def result(self, _: object) -> None:
+        self._done += 1
+        self._progress.update(self._task, description=f"rules: {self._done} of {self._rules} done")
+
+
+@contextmanager
+def gate_progress(rules: int, enabled: bool = True) -> Iterator[GateProgress]:
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not (enabled and sys.stderr.isatty()),
+    )
+    with progress:
+        yield GateProgress(progress, rules)
 
 
 #: Rejection lines printed per file before the rest are counted by reason.

@@ -61,7 +61,19 @@ def require_complete_ingest(store: Store) -> None:
         )
 
 
-def refresh_derived(store: Store, readers: int | None = None) -> None:
+#: What :func:`refresh_derived` names each step (``on_step``), in the order they start.
+STEPS = {
+    callview.refresh: "per-call evidence",
+    caseview.refresh: "per-case evidence",
+    pixelview.refresh: "pixel verdicts",
+    fileview.refresh: "file classes",
+    decodingview.refresh: "decoding settings",
+}
+
+
+def refresh_derived(
+    store: Store, readers: int | None = None, on_step: Callable[[str], None] | None = None
+) -> None:
     """Bring the derived evidence up to date before the rules read it.
 
     When an import changed since the views were derived, the store is compacted first
@@ -75,17 +87,22 @@ def refresh_derived(store: Store, readers: int | None = None) -> None:
     turn): the per-case view and the pixel verdicts (which read the call view), the
     statistics, the file classes and the decoding settings. The views write one at a time
     (:mod:`provgraph.store.catalog`); after each step, the memory it freed goes back to the
-    system (:func:`provgraph.store.parallel.release_memory`). Raises
-    :class:`~provgraph.errors.UsageError` when the store holds no contract.
+    system (:func:`provgraph.store.parallel.release_memory`). ``on_step`` is told the name of
+    each step as it starts (from the thread that runs it): "compacting the store", then the
+    names of :data:`STEPS` and "statistics". Raises :class:`~provgraph.errors.UsageError` when
+    the store holds no contract.
     """
     _, _, in_force = contract_state(store)
+    started = on_step or (lambda name: None)
     if not callview.is_current(store):
         # imports changed since the views were derived: what the loader wrote is compacted
         # first, as every step below reads it (a few seconds at 10^5 calls; bench/README.md)
         log.info("compacting the store after the imports changed")
+        started("compacting the store")
         store.compact()
 
     def statistics(store: Store) -> None:
+        started("statistics")
         if "analysis" in in_force:
             materialize.refresh(store)
         else:
@@ -94,6 +111,8 @@ def refresh_derived(store: Store, readers: int | None = None) -> None:
     threads = parallel.readers(store, readers)
 
     def run(step: Callable[[Store], object]) -> object:
+        if step in STEPS:
+            started(STEPS[step])
         try:
             return step(store)
         finally:  # what the step freed goes back to the system, not to the next step's peak
@@ -103,6 +122,7 @@ def refresh_derived(store: Store, readers: int | None = None) -> None:
     # the statistics a check at 10^6 calls peaked at 4.0 GiB. It reads on `threads` itself, so
     # the phase keeps both cores busy (at 10^5 calls the steps side by side had saved 3 s of
     # 103: bench/README.md).
+    started(STEPS[callview.refresh])
     run(lambda store: callview.refresh(store, readers=threads))
     steps = [caseview.refresh, pixelview.refresh, statistics, fileview.refresh, decodingview.refresh]
     list(parallel.in_parallel(run, steps, threads))
@@ -126,15 +146,22 @@ def run_gate(
     explicit: bool = False,
     record: bool = True,
     on_result: Callable[[RuleResult], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> CheckReport:
     """Refresh the statistics, run ``rules`` and, if ``record``, record the check and hub summaries.
 
-    ``explicit`` and ``on_result`` are passed to :func:`provgraph.rules.run_check`. A store an
-    interrupted ingest left half-updated fails first (:func:`require_complete_ingest`).
+    ``explicit`` and ``on_result`` are passed to :func:`provgraph.rules.run_check`. ``on_step``
+    is told each step's name as it starts: those of :func:`refresh_derived`, then "rules", then
+    "recording the check". A store an interrupted ingest left half-updated fails first
+    (:func:`require_complete_ingest`).
     """
     require_complete_ingest(store)
-    refresh_derived(store)
+    refresh_derived(store, on_step=on_step)
+    if on_step:
+        on_step("rules")
     report = run_check(store, rules, explicit=explicit, on_result=on_result)
     if record:
+        if on_step:
+            on_step("recording the check")
         record_check_and_hubs(store, report)
     return report
