@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from provgraph.cli import App, pass_app
-from provgraph.cli.common import REJECTIONS_SHOWN, capped_rejections, err, gate_progress, out, progress_bar
+from provgraph.cli.common import REJECTIONS_SHOWN, capped_rejections, err, out, progress_bar, run_gate_shown
 from provgraph.errors import ExitCode, ProvgraphError, UsageError
 from provgraph.rules.formats import FORMATS
 from provgraph.rules.rule import CLAUSES
@@ -106,7 +106,6 @@ def command(
     PROVGRAPH_WORKERS=1 runs them one at a time.
     """
     # lazy: only the command that runs loads its engine (start-up time)
-    from provgraph.lineage.gate import run_gate
     from provgraph.rules import load_rules
     from provgraph.rules.formats import gate_line, render
     from provgraph.rules.runner import select_rules
@@ -115,15 +114,8 @@ def command(
     rejected = _ingest(app, store) if ingest_first else False
     rules = select_rules(load_rules(rules_dir), clauses, rule_ids)
     record = not no_record and not rule_ids and rules_dir is None
-    with gate_progress(len(rules), app.verbosity >= 0) as shown:
-        report = run_gate(
-            store,
-            rules,
-            explicit=bool(clauses or rule_ids),
-            record=record,
-            on_result=shown.result,
-            on_step=shown.step,
-        )
+    shown = app.verbosity >= 0
+    report = run_gate_shown(store, rules, shown, explicit=bool(clauses or rule_ids), record=record)
     machine = fmt != "text"
     place = sarif_place(app, sarif_base, sarif_max_results) if fmt == "sarif" else None
     if output is not None:

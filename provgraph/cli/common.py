@@ -116,6 +116,15 @@ def gate_progress(rules: int, enabled: bool = True) -> Iterator[GateProgress]:
         yield GateProgress(progress, rules)
 
 
+def run_gate_shown(store: Any, rules: list, enabled: bool = True, **options: Any) -> Any:
+    """:func:`provgraph.lineage.gate.run_gate` (``options`` are its keywords) with its progress
+    drawn on a terminal (:func:`gate_progress`): check, report and lineage run it."""
+    from provgraph.lineage.gate import run_gate  # lazy: the engine loads only when a check runs
+
+    with gate_progress(len(rules), enabled) as shown:
+        return run_gate(store, rules, on_result=shown.result, on_step=shown.step, **options)
+
+
 #: Rejection lines printed per file before the rest are counted by reason.
 REJECTIONS_SHOWN = 20
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from provgraph.cli import App, pass_app
-from provgraph.cli.common import err, out
+from provgraph.cli.common import err, out, run_gate_shown
 from provgraph.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -69,10 +69,9 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int, rel
     store = app.open_store()
     if not no_check:
         # lazy: only the command that runs loads its engine (start-up time)
-        from provgraph.lineage.gate import run_gate
         from provgraph.rules import load_rules
 
-        run_gate(store, load_rules())
+        run_gate_shown(store, load_rules(), app.verbosity >= 0)
     base = base_iri(store)
     if fmt != "dot":
         # lazy: only the command that runs loads its engine (start-up time)

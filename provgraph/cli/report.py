@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from provgraph.cli import App, pass_app
-from provgraph.cli.common import err
+from provgraph.cli.common import err, run_gate_shown
 from provgraph.errors import ExitCode, ProvgraphError
 
 
@@ -74,7 +74,7 @@ def command(
     failing gate is read); with --gate, 1 when the gate fails, as `provgraph check`.
     """
     # lazy: only the command that runs loads its engine (start-up time)
-    from provgraph.lineage.gate import require_complete_ingest, run_gate
+    from provgraph.lineage.gate import require_complete_ingest
     from provgraph.report.html import ReportOptions, build_report
     from provgraph.rules import load_rules
     from provgraph.rules.formats import gate_line
@@ -89,7 +89,7 @@ def command(
         check = recorded.report
         err.print(recorded.reason if check is not None else f"running the check: {recorded.reason}")
     if check is None:
-        check = run_gate(store, rules, record=not no_record and rules_dir is None)
+        check = run_gate_shown(store, rules, app.verbosity >= 0, record=not no_record and rules_dir is None)
     if output is None:
         try:
             output = app.bundle().state_dir / "report.html"
