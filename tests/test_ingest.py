@@ -3,17 +3,21 @@ and bad input that is reported record by record while the good records import.""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
 from conftest import PLAN_CONTRACT, ingest_bundle, write_bundle
+from hypothesis import given
+from hypothesis import strategies as st
 
 from provgraph.bundle.layout import Bundle
 from provgraph.errors import ImporterError
 from provgraph.ingest import registry
 from provgraph.ingest.api import CERTAIN, NO, PG, RDF_TYPE, ImportContext, Importer, Source
+from provgraph.ingest.base import Member, Members
 from provgraph.ingest.planner import choose_importer, plan_bundle
 from provgraph.ingest.run import ingest_paths
 from provgraph.ingest.testing import registered
@@ -427,3 +431,24 @@ def test_a_rejection_quoting_a_line_break_stays_one_line(tmp_path: Path, brk: st
     (result,) = [r for r in results if r.rel == "plan.csv"]
     assert result.outcome == "failed" and "missing column(s) case" in result.error
     assert len(result.error.splitlines()) == 1
+
+
+_NAMES = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
+
+
+@given(st.lists(st.tuples(_NAMES, st.binary(min_size=1, max_size=8), st.integers(0, 2**40)), max_size=30))
+def test_a_trees_members_read_back_as_written_and_hash_as_its_manifest(files) -> None:
+    """A folder's files are held as one manifest (provgraph.ingest.base.Members) and read back
+    as Member objects: the same files in the same order, names with newlines or non-ASCII
+    characters included, and the manifest the tree digest was always taken over."""
+    rows = [(f"dir/{name}", hashlib.sha256(data).hexdigest(), size) for name, data, size in files]
+    members = Members(rows)
+    expected = tuple(Member(*row) for row in rows)
+    assert len(members) == len(rows) and tuple(members) == expected and members == expected
+    assert members.manifest == "".join(f"{sha}  {rel}\n" for rel, sha, _ in rows).encode()
+    assert members.size == sum(size for *_, size in rows)
+    if rows:
+        assert members[-1] == expected[-1] and members[0] == expected[0]
+        assert members[1:3] == expected[1:3] and members[::-1] == expected[::-1]
+    with pytest.raises(IndexError):
+        members[len(rows)]

@@ -8,11 +8,12 @@ import json
 import logging
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 from provgraph.bundle.layout import Bundle
 from provgraph.errors import InputError
-from provgraph.ingest.base import Importer, Member, Progress, Source, tree_rels
+from provgraph.ingest.base import Importer, Members, Progress, Source, tree_rels
 from provgraph.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -36,26 +37,21 @@ def describe_source(
         return Source(path, rel, "file", digest, size)
     if not path.is_dir():
         raise InputError(path, "no such file or folder")
-    members = []
     root = os.fspath(bundle.root) + os.sep
     rels = tree_rels(bundle, path)
     known = hashes.known_under(rel)  # one query for the folder, not one per file
     lookup = hashes.sha256
-    for member in rels:
-        digest, size = lookup(Path(root + member), member, known)
-        members.append(Member(member, digest, size))
-        if progress:
-            progress.advance(size)
+
+    def files() -> Iterator[tuple[str, str, int]]:
+        for member in rels:
+            digest, size = lookup(Path(root + member), member, known)
+            if progress:
+                progress.advance(size)
+            yield member, digest, size
+
+    members = Members(files())
     # The tree digest is the SHA-256 of its SHA256SUMS-style manifest.
-    manifest = "".join(f"{m.sha256}  {m.rel}\n" for m in members).encode()
-    return Source(
-        path,
-        rel,
-        "tree",
-        hashlib.sha256(manifest).hexdigest(),
-        sum(m.size for m in members),
-        tuple(members),
-    )
+    return Source(path, rel, "tree", hashlib.sha256(members.manifest).hexdigest(), members.size, members)
 
 
 #: Files up to this size are read in one call into a buffer of their own size.
