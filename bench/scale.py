@@ -120,10 +120,10 @@ def run_step(step: str, bundle_root: Path, store, info: dict) -> dict:
         out["statistics"] = outcome.statistics
         out["cells"] = outcome.cells
     elif step == "lineage":
-        from provgraph.cli.info import base_iri
         from provgraph.lineage.resolve import resolve
         from provgraph.lineage.show import render_tree
         from provgraph.lineage.trace import trace_many
+        from provgraph.store.catalog import base_iri
 
         # seconds counts the modules' first import too (a fresh process); this does not
         w0 = time.perf_counter()

@@ -36,8 +36,8 @@ def command(app: App, fmt: str, output: Path | None, with_ontology: bool) -> int
     No raw patient identifier is ever in the graph, so exports carry keyed hashes only.
     """
     # lazy: only the command that runs loads its engine (start-up time)
-    from provgraph.cli.info import base_iri
     from provgraph.export import export
+    from provgraph.store.catalog import base_iri
 
     store = app.open_store()
     base = base_iri(store)

@@ -13,15 +13,6 @@ from provgraph.cli.common import out
 from provgraph.rdf.vocab import short
 
 
-def base_iri(store) -> str:
-    """The imported project's base IRI ('' before the contract is imported)."""
-    # lazy: only the command that runs loads its engine (start-up time)
-    from provgraph.rdf.vocab import PG_NS
-
-    rows = store.select(f"SELECT ?b WHERE {{ ?p a <{PG_NS}Project> ; <{PG_NS}baseIri> ?b }} LIMIT 1")
-    return rows[0]["b"].value if rows else ""
-
-
 def store_info(store) -> dict:  # store: Store
     """Quads per current graph, nodes per class (vocabulary excluded), base IRI, and any
     ingest that started and did not finish (the store is then half-updated)."""
@@ -61,7 +52,7 @@ def _store_info(store) -> dict:
     return {
         "store": store.location,
         "quads": store.quad_count(),
-        "base_iri": base_iri(store) or None,
+        "base_iri": catalog.base_iri(store) or None,
         "graphs": graphs,
         "classes": classes,
         "unfinished_ingests": unfinished,

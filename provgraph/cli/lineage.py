@@ -61,10 +61,10 @@ def command(app: App, target: str, fmt: str, no_check: bool, max_nodes: int, rel
     --no-check to read the last recorded check instead.
     """
     # lazy: only the command that runs loads its engine (start-up time)
-    from provgraph.cli.info import base_iri
     from provgraph.lineage.resolve import resolve
     from provgraph.lineage.show import render_dot, render_tree
     from provgraph.lineage.trace import trace_many
+    from provgraph.store.catalog import base_iri
 
     store = app.open_store()
     if not no_check:

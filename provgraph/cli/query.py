@@ -14,7 +14,6 @@ from rich.table import Table
 
 from provgraph.cli import App, pass_app
 from provgraph.cli.common import out
-from provgraph.cli.info import base_iri
 from provgraph.errors import UsageError
 from provgraph.rdf.vocab import short
 
@@ -113,6 +112,8 @@ def command(app: App, query: str, fmt: str, params: tuple[str, ...]) -> int:
     store = app.open_store()
     try:
         with store.snapshot():  # on a shared server: one state, or an error
+            from provgraph.store.catalog import base_iri  # lazy: start-up time
+
             base = base_iri(store)
             if form == "ASK":
                 answer = store.ask(text, bindings)

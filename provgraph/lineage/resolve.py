@@ -13,6 +13,7 @@ import pyoxigraph as ox
 
 from provgraph.evidence.claims import normal_text
 from provgraph.rdf.vocab import PG_NS, RDFS_NS
+from provgraph.store import catalog
 from provgraph.store.base import Store
 
 RDF_XSD_DECIMAL = "http://www.w3.org/2001/XMLSchema#decimal"
@@ -33,7 +34,7 @@ def resolve(store: Store, target: str, base: str | None = None) -> list[str]:
     text as a document writes it (the mentions of a model name: ``Claude 3 Sonnet``). Text
     is only ever bound as a literal, never written into a query, so any character is safe.
     """
-    base = base if base is not None else _base(store)
+    base = base if base is not None else catalog.base_iri(store)
     target = target.strip()
     if not target.isprintable() and any("\ud800" <= ch <= "\udfff" for ch in target):
         return []  # an undecodable argument byte: no stored text holds it (and no literal can)
@@ -71,11 +72,6 @@ def _valid_iri(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _base(store: Store) -> str:
-    rows = store.select(f"SELECT ?b WHERE {{ ?p a <{PG_NS}Project> ; <{PG_NS}baseIri> ?b }} LIMIT 1")
-    return rows[0]["b"].value if rows else ""  # type: ignore[union-attr]
 
 
 def _exists(store: Store, iri: str) -> bool:

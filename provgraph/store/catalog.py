@@ -97,6 +97,13 @@ def current(store: Store, key: str) -> Slot | None:
     return Slot(key, rows[0]["graph"].value, rows[0]["fp"].value)  # type: ignore[union-attr]
 
 
+def base_iri(store: Store) -> str:
+    """The imported project's base IRI (its contract's ``base_iri``; '' before the contract is
+    imported): what node names are shown relative to."""
+    rows = store.select(f"SELECT ?b WHERE {{ ?p a <{PG_NS}Project> ; <{PG_NS}baseIri> ?b }} LIMIT 1")
+    return rows[0]["b"].value if rows else ""  # type: ignore[union-attr]
+
+
 def new_graph_iri(now: dt.datetime | None = None) -> str:
     """A graph name never used before, carrying its creation time (UTC) for recovery."""
     stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y%m%dT%H%M%SZ")

@@ -13,6 +13,7 @@ from provgraph.lineage.resolve import resolve
 from provgraph.lineage.trace import trace_many
 from provgraph.rdf.sparql import plain_iri
 from provgraph.rdf.vocab import PG_NS, RDFS_NS
+from provgraph.store import catalog
 from provgraph.store.base import Store
 from provgraph.views.model import Arrow, Box, Mark, View, recorded_violations
 from provgraph.views.vocabulary import ClassInfo, short_pred, vocabulary
@@ -41,7 +42,7 @@ def value_blocks(iris: Sequence[str]) -> Iterator[str]:
 
 def node_names(store: Store, iris: Sequence[str]) -> dict[str, str]:
     """A short display name per node: its path, name, call id or key, else its IRI tail."""
-    base = _base_iri(store)
+    base = catalog.base_iri(store)
     names: dict[str, str] = {}
     rank: dict[str, int] = {}
     plain = [i for i in iris if plain_iri(i)]
@@ -60,11 +61,6 @@ def node_names(store: Store, iris: Sequence[str]) -> dict[str, str]:
         if iri not in names:
             names[iri] = iri[len(base) :] if base and iri.startswith(base) else iri
     return names
-
-
-def _base_iri(store: Store) -> str:
-    rows = store.select(f"SELECT ?b WHERE {{ ?p a <{PG_NS}Project> ; <{PG_NS}baseIri> ?b }} LIMIT 1")
-    return rows[0]["b"].value if rows else ""  # type: ignore[union-attr]
 
 
 def subgraph(
