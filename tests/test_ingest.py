@@ -20,6 +20,7 @@ from provgraph.ingest.api import CERTAIN, NO, PG, RDF_TYPE, ImportContext, Impor
 from provgraph.ingest.base import Member, Members
 from provgraph.ingest.planner import choose_importer, plan_bundle
 from provgraph.ingest.run import ingest_paths
+from provgraph.ingest.sources import CachedRows, HashCache
 from provgraph.ingest.testing import registered
 from provgraph.rdf.terms import IRI, TripleWriter, UnstorableValue
 from provgraph.store import catalog, open_store
@@ -452,3 +453,32 @@ def test_a_trees_members_read_back_as_written_and_hash_as_its_manifest(files) ->
         assert members[1:3] == expected[1:3] and members[::-1] == expected[::-1]
     with pytest.raises(IndexError):
         members[len(rows)]
+
+
+_PATHS = st.lists(
+    st.tuples(st.sampled_from(["a", "a/b", "ab", "dicom"]), st.text("xyz/é0.", min_size=1, max_size=6)),
+    max_size=40,
+    unique=True,
+)
+
+
+@given(rows=_PATHS, asked=st.lists(st.text("xyz/é0.ab", min_size=1, max_size=9), max_size=30))
+def test_a_folders_cached_hashes_read_in_chunks_answer_as_all_of_them(tmp_path_factory, rows, asked) -> None:
+    """A folder's cached hashes are read a chunk at a time as look-ups ask for increasing paths
+    (a dict of every row was a row per file in memory: 10^6 output files at 10^6 calls): every
+    look-up, in order, out of order, absent or across chunk boundaries (3 rows a chunk here),
+    answers what the whole folder's rows would."""
+    cache = HashCache(tmp_path_factory.mktemp("cache"))
+    table = {f"{folder}/{name}": (len(name), 1, 2, 3, f"{i:064x}") for i, (folder, name) in enumerate(rows)}
+    cache._pending = [(path, *row) for path, row in table.items()]
+    cache.commit()
+    for folder in ("a", "ab", "."):
+        prefix = "" if folder == "." else folder + "/"
+        whole = {p: r for p, r in table.items() if p.startswith(prefix)}
+        known = CachedRows(cache._db, folder)
+        known._CHUNK = 3
+        wanted = sorted(whole) + sorted(prefix + a for a in asked) + [prefix + a for a in asked]
+        for path in wanted:
+            assert known.get(path) == whole.get(path), path
+            assert (path in known) == (path in whole)
+    cache.close()

@@ -118,7 +118,7 @@ class HashCache:
             log.info("no hash cache in %s: %s", folder, err)
             self._db = None
 
-    def sha256(self, path: Path, rel: str, known: dict[str, tuple] | None = None) -> tuple[str, int]:
+    def sha256(self, path: Path, rel: str, known: CachedRows | None = None) -> tuple[str, int]:
         """Digest and size of the file at ``path`` (bundle path ``rel``); ``known`` holds the
         cached rows of its folder (:meth:`known_under`), sparing a query per file."""
         if self._db is None or (known is not None and rel not in known):  # never hashed: no stat
@@ -148,19 +148,12 @@ class HashCache:
         if len(self._pending) >= 10_000:
             self.commit()
 
-    def known_under(self, folder: str) -> dict[str, tuple] | None:
-        """The cached rows of every file under the bundle folder ``folder``, by bundle path (one
-        range query on the primary key); None without a cache."""
+    def known_under(self, folder: str) -> CachedRows | None:
+        """The cached rows of the files under the bundle folder ``folder``, by bundle path, for
+        look-ups in path order (:class:`CachedRows`); None without a cache."""
         if self._db is None:
             return None
-        if folder == ".":
-            rows = self._db.execute("SELECT path, size, mtime, ctime, inode, sha256 FROM hashes")
-        else:  # '0' sorts right after '/': the range is exactly the paths under folder/
-            rows = self._db.execute(
-                "SELECT path, size, mtime, ctime, inode, sha256 FROM hashes WHERE path >= ? AND path < ?",
-                (folder + "/", folder + "0"),
-            )
-        return {r[0]: r[1:] for r in rows}
+        return CachedRows(self._db, folder)
 
     def commit(self) -> None:
         if self._db is None or not self._pending:
@@ -177,6 +170,70 @@ class HashCache:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+class CachedRows:
+    """The hash cache's rows under one bundle folder, read in path order a chunk at a time as
+    look-ups ask for increasing paths (a folder's files are hashed in sorted order): memory for
+    one chunk, where a dict of the folder's rows held a row per file (10^6 output files at 10^6
+    calls). A path asked for out of order is looked up on its own. A path found absent is hashed
+    again, so a wrong "absent" costs time, never a stale digest.
+
+    Chunks, not one open cursor: the cache is written on the same connection meanwhile."""
+
+    _CHUNK = 4096
+
+    def __init__(self, db: sqlite3.Connection, folder: str) -> None:
+        self._db = db
+        # '0' sorts right after '/': the range is exactly the paths under folder/
+        self._lo, self._hi = ("", None) if folder == "." else (folder + "/", folder + "0")
+        self._rows: list[tuple] = []
+        self._at = 0
+        self._done = False
+        self._last = ""  # the path asked last: the rows before self._at sort before it
+
+    def _fill(self, after: str | None) -> None:
+        where, args = ("path > ?", [after]) if after is not None else ("path >= ?", [self._lo])
+        if self._hi is not None:
+            where, args = where + " AND path < ?", [*args, self._hi]
+        self._rows = self._db.execute(
+            f"SELECT path, size, mtime, ctime, inode, sha256 FROM hashes WHERE {where} "
+            f"ORDER BY path LIMIT {self._CHUNK}",
+            args,
+        ).fetchall()
+        self._at = 0
+        self._done = len(self._rows) < self._CHUNK
+
+    def get(self, rel: str) -> tuple | None:
+        """The row of ``rel`` (size, mtime, ctime, inode, sha256), or None."""
+        if not self._rows and not self._done:
+            self._fill(None)
+        if rel < self._last:  # the reading has moved past it
+            return self._alone(rel)
+        self._last = rel
+        while True:
+            rows, at = self._rows, self._at
+            while at < len(rows) and rows[at][0] < rel:
+                at += 1
+            self._at = at
+            if at < len(rows):
+                if rows[at][0] == rel:
+                    return tuple(rows[at][1:])
+                if at > 0:  # between two cached paths: not cached
+                    return None
+                return self._alone(rel)  # before this chunk (the previous one ended below it)
+            if self._done or not rows:
+                return None
+            self._fill(rows[-1][0])
+
+    def __contains__(self, rel: object) -> bool:
+        return isinstance(rel, str) and self.get(rel) is not None
+
+    def _alone(self, rel: str) -> tuple | None:
+        row = self._db.execute(
+            "SELECT size, mtime, ctime, inode, sha256 FROM hashes WHERE path = ?", (rel,)
+        ).fetchone()
+        return tuple(row) if row is not None else None
 
 
 def fingerprint(bundle: Bundle, source: Source, importer: Importer) -> str:
