@@ -446,6 +446,7 @@ def test_a_trees_members_read_back_as_written_and_hash_as_its_manifest(files) ->
     members = Members(rows)
     expected = tuple(Member(*row) for row in rows)
     assert len(members) == len(rows) and tuple(members) == expected and members == expected
+    assert hash(members) == hash(expected) and members == Members(rows)
     assert members.manifest == "".join(f"{sha}  {rel}\n" for rel, sha, _ in rows).encode()
     assert members.size == sum(size for *_, size in rows)
     if rows:

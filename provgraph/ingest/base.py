@@ -99,8 +99,8 @@ class Members(Sequence[Member]):
             return self._text == other._text and self._sizes == other._sizes
         return isinstance(other, Sequence) and tuple(self) == tuple(other)
 
-    def __hash__(self) -> int:
-        return hash(self._text)
+    def __hash__(self) -> int:  # as the equal tuple's (a Source is hashed as a whole, if ever)
+        return hash(tuple(self))
 
     def __repr__(self) -> str:
         return f"Members({len(self)} files)"
