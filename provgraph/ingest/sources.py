@@ -121,22 +121,19 @@ class HashCache:
     def sha256(self, path: Path, rel: str, known: CachedRows | None = None) -> tuple[str, int]:
         """Digest and size of the file at ``path`` (bundle path ``rel``); ``known`` holds the
         cached rows of its folder (:meth:`known_under`), sparing a query per file."""
-        if self._db is None or (known is not None and rel not in known):  # never hashed: no stat
+        if self._db is None:
+            digest, size, _ = hash_file(path)
+            return digest, size
+        row = known.get(rel) if known is not None else cached_row(self._db, rel)
+        if row is None and known is not None:  # never hashed: no stat
             digest, size, key = hash_file(path)
-            if self._db is not None:
-                self._remember(rel, key, digest)
+            self._remember(rel, key, digest)
             return digest, size
         try:
             st = path.stat()
         except OSError as err:
             raise InputError(path, f"cannot read: {err.strerror or err}") from err
         key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        if known is not None:
-            row = known.get(rel)
-        else:
-            row = self._db.execute(
-                "SELECT size, mtime, ctime, inode, sha256 FROM hashes WHERE path = ?", (rel,)
-            ).fetchone()
         if row is not None and tuple(row[:4]) == key:
             return row[4], st.st_size
         digest, size, key = hash_file(path)
@@ -170,6 +167,12 @@ class HashCache:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+def cached_row(db: sqlite3.Connection, rel: str) -> tuple | None:
+    """The hash cache's row of bundle path ``rel`` (size, mtime, ctime, inode, sha256), or None."""
+    row = db.execute("SELECT size, mtime, ctime, inode, sha256 FROM hashes WHERE path = ?", (rel,)).fetchone()
+    return tuple(row) if row is not None else None
 
 
 class CachedRows:
@@ -209,7 +212,7 @@ class CachedRows:
         if not self._rows and not self._done:
             self._fill(None)
         if rel < self._last:  # the reading has moved past it
-            return self._alone(rel)
+            return cached_row(self._db, rel)
         self._last = rel
         while True:
             rows, at = self._rows, self._at
@@ -221,19 +224,13 @@ class CachedRows:
                     return tuple(rows[at][1:])
                 if at > 0:  # between two cached paths: not cached
                     return None
-                return self._alone(rel)  # before this chunk (the previous one ended below it)
+                return cached_row(self._db, rel)  # before this chunk (the previous one ended below it)
             if self._done or not rows:
                 return None
             self._fill(rows[-1][0])
 
     def __contains__(self, rel: object) -> bool:
         return isinstance(rel, str) and self.get(rel) is not None
-
-    def _alone(self, rel: str) -> tuple | None:
-        row = self._db.execute(
-            "SELECT size, mtime, ctime, inode, sha256 FROM hashes WHERE path = ?", (rel,)
-        ).fetchone()
-        return tuple(row) if row is not None else None
 
 
 def fingerprint(bundle: Bundle, source: Source, importer: Importer) -> str:
