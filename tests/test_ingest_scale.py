@@ -215,3 +215,31 @@ def test_planning_lists_a_large_tree_once(tmp_path: Path, monkeypatch) -> None:
     results, problems = ingest_paths(store, Bundle.open(root), [root])
     assert walks == ["."] and not problems
     assert {r.rel for r in results} == {"provgraph.toml", "plan.csv", "outputs"}
+
+
+def test_a_segment_the_real_loader_refuses_fails_that_source_only(tmp_path: Path, monkeypatch) -> None:
+    # the plan's segment reaches Oxigraph cut mid-line, so the real loader refuses it (a
+    # SyntaxError) after the plan was read: the plan is reported failed with the loader's
+    # reason, its staging graph is gone, no catalog entry points to it, it is listed as failed
+    # (the gate stays closed), and the sources before and after it are imported
+    root = write_bundle(
+        tmp_path / "b", {"plan.csv": PLAN, "zz.txt": "after the plan\n", "notes/1.md": "# 1\n"}
+    )
+    store = open_store(tmp_path / "store")
+    real = type(store).bulk_load_bytes
+    monkeypatch.setattr(
+        type(store),
+        "bulk_load_bytes",
+        lambda self, nt, graph: real(self, nt[:-3] if b"PlannedCall" in nt else nt, graph),
+    )
+    results, _ = ingest_paths(store, Bundle.open(root), [root])
+    by = {r.rel: r for r in results}
+    assert by["plan.csv"].outcome == "failed"
+    assert "failed: Parser error" in by["plan.csv"].error  # the loader's own reason
+    assert {r.outcome for rel, r in by.items() if rel != "plan.csv"} == {"imported"}
+    assert list(by).index("plan.csv") < len(by) - 1  # a source came after it
+    assert catalog.current(store, "import:plan:plan.csv") is None
+    assert [k for k, _ in catalog.failed_sources(store)] == ["import:plan:plan.csv"]
+    live = {s.graph for s in catalog.slots(store)} | {catalog.CATALOG}
+    assert set(store.named_graphs()) == live  # no staging graph left
+    store.close()
