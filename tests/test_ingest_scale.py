@@ -219,9 +219,9 @@ def test_planning_lists_a_large_tree_once(tmp_path: Path, monkeypatch) -> None:
 
 def test_a_segment_the_real_loader_refuses_fails_that_source_only(tmp_path: Path, monkeypatch) -> None:
     # the plan's segment reaches Oxigraph cut mid-line, so the real loader refuses it (a
-    # SyntaxError) after the plan was read: the plan is reported failed with the loader's
-    # reason, its staging graph is gone, no catalog entry points to it, it is listed as failed
-    # (the gate stays closed), and the sources before and after it are imported
+    # SyntaxError) after the plan was read: the plan is reported failed, its path first, with
+    # the loader's reason; its staging graph is gone, no catalog entry points to it, it is
+    # listed as failed (the gate stays closed), and the sources before and after it import
     root = write_bundle(
         tmp_path / "b", {"plan.csv": PLAN, "zz.txt": "after the plan\n", "notes/1.md": "# 1\n"}
     )
@@ -235,7 +235,9 @@ def test_a_segment_the_real_loader_refuses_fails_that_source_only(tmp_path: Path
     results, _ = ingest_paths(store, Bundle.open(root), [root])
     by = {r.rel: r for r in results}
     assert by["plan.csv"].outcome == "failed"
-    assert "failed: Parser error" in by["plan.csv"].error  # the loader's own reason
+    error = by["plan.csv"].error
+    assert error.startswith("plan.csv: not imported: ")  # the source first, on one line
+    assert "failed: Parser error" in error and "\n" not in error  # then the loader's own reason
     assert {r.outcome for rel, r in by.items() if rel != "plan.csv"} == {"imported"}
     assert list(by).index("plan.csv") < len(by) - 1  # a source came after it
     assert catalog.current(store, "import:plan:plan.csv") is None

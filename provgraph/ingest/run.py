@@ -25,7 +25,7 @@ from typing import IO, Any, Literal
 import pyoxigraph as ox
 
 from provgraph.bundle.layout import Bundle
-from provgraph.errors import InputError, ProvgraphError, StoreUnavailable
+from provgraph.errors import InputError, ProvgraphError, StoreError, StoreUnavailable
 from provgraph.ingest.base import ImportContext, Importer, Problem, Progress, Source
 from provgraph.ingest.planner import choose_importer, plan_bundle
 from provgraph.ingest.prefetch import Prefetch
@@ -120,6 +120,10 @@ def ingest_source(
     except StoreUnavailable:  # the server is gone: every other source would wait for it too
         progress.finish()
         raise
+    except StoreError as err:  # e.g. the loader refused a segment: its message names the store
+        progress.finish()  # and a staging graph, which say nothing to the user; the source does
+        error = f"{_clip(rel)}: not imported: {_clip(str(err))}"
+        return ImportResult(rel, importer.name, "failed", error=error, seconds=time.perf_counter() - t0)
     except ProvgraphError as err:
         progress.finish()
         return ImportResult(
