@@ -102,6 +102,7 @@ def command(app: App, query: str, fmt: str, params: tuple[str, ...]) -> int:
     """
     # lazy: only the command that runs loads its engine (start-up time)
     from provgraph.rdf.vocab import PREFIXES
+    from provgraph.store.catalog import base_iri
 
     text = query_text(query)
     form = query_form(text)
@@ -112,8 +113,6 @@ def command(app: App, query: str, fmt: str, params: tuple[str, ...]) -> int:
     store = app.open_store()
     try:
         with store.snapshot():  # on a shared server: one state, or an error
-            from provgraph.store.catalog import base_iri  # lazy: start-up time
-
             base = base_iri(store)
             if form == "ASK":
                 answer = store.ask(text, bindings)

@@ -120,15 +120,12 @@ def ingest_source(
     except StoreUnavailable:  # the server is gone: every other source would wait for it too
         progress.finish()
         raise
-    except StoreError as err:  # e.g. the loader refused a segment: its message names the store
-        progress.finish()  # and a staging graph, which say nothing to the user; the source does
-        error = f"{_clip(rel)}: not imported: {_clip(str(err))}"
-        return ImportResult(rel, importer.name, "failed", error=error, seconds=time.perf_counter() - t0)
     except ProvgraphError as err:
         progress.finish()
-        return ImportResult(
-            rel, importer.name, "failed", error=_clip(str(err)), seconds=time.perf_counter() - t0
-        )
+        error = _clip(str(err))
+        if isinstance(err, StoreError):  # e.g. the loader refused a segment: the message names the
+            error = f"{_clip(rel)}: not imported: {error}"  # store and a staging graph, not the source
+        return ImportResult(rel, importer.name, "failed", error=error, seconds=time.perf_counter() - t0)
     except UnstorableValue as err:  # in the import's own triples (a path): the source cannot be stored
         progress.finish()
         error = f"{_clip(rel)}: cannot store this source: {err}"

@@ -110,9 +110,10 @@ def refresh_derived(
 
     threads = parallel.readers(store, readers)
 
-    def run(step: Callable[[Store], object]) -> object:
-        if step in STEPS:
-            started(STEPS[step])
+    def run(step: Callable[[Store], object], name: str | None = None) -> object:
+        name = name or STEPS.get(step)
+        if name:
+            started(name)
         try:
             return step(store)
         finally:  # what the step freed goes back to the system, not to the next step's peak
@@ -122,8 +123,7 @@ def refresh_derived(
     # the statistics a check at 10^6 calls peaked at 4.0 GiB. It reads on `threads` itself, so
     # the phase keeps both cores busy (at 10^5 calls the steps side by side had saved 3 s of
     # 103: bench/README.md).
-    started(STEPS[callview.refresh])
-    run(lambda store: callview.refresh(store, readers=threads))
+    run(lambda store: callview.refresh(store, readers=threads), STEPS[callview.refresh])
     steps = [caseview.refresh, pixelview.refresh, statistics, fileview.refresh, decodingview.refresh]
     list(parallel.in_parallel(run, steps, threads))
 
