@@ -63,6 +63,9 @@ RATES = frozenset(
 _MARKUP = re.compile(r"\\(?:textbf|textit|emph|mathrm|text|bf|it)\b|[*_`{}$\\]")
 _UNIT = re.compile(r"\(\s*%\s*\)|\[\s*%\s*\]|\bin\s+%|%$")
 _TRAILING = "% .:"
+#: A bracketed group read backwards, from its closing bracket: the greedy run stops at the next
+#: closing bracket, so each character is read a bounded number of times however often it loops.
+_GROUP_REVERSED = re.compile(r"[\])][^\])]*[\[(]")
 
 
 def normal_name(written: str) -> str:
@@ -70,38 +73,23 @@ def normal_name(written: str) -> str:
 
     Trailing brackets go one group at a time (``DR (%) [95% CI]`` -> ``dr``); a group is an
     opening bracket, no closing one, then a closing one (``(`` and ``]`` need not pair).
-    Found by index, each character read once: a regular expression anchored at the end tried
-    every opening bracket of a header against the rest of it, and a header cell of 100,000
-    brackets took minutes (bench/fuzz.py).
+    They are matched backwards on the reversed name: a regular expression anchored at the end
+    tried every opening bracket of a header against the rest of it, and a header cell of
+    100,000 brackets took minutes (bench/fuzz.py).
     """
     text = _MARKUP.sub("", written.replace("\\%", "%")).strip().lower()
     text = re.sub(r"\s+", " ", text)
+    reversed_text = text[::-1]
     end = len(text)
     while end:
         if text[end - 1] in _TRAILING or text[end - 1].isspace():
             end -= 1
             continue
-        start = _final_group(text, end)
-        if start < 0:
+        group = _GROUP_REVERSED.match(reversed_text, len(text) - end)
+        if group is None:
             break
-        end = start
+        end = len(text) - group.end()  # where the group opens; the spaces before it go next
     return text[:end].replace("_", " ")
-
-
-def _final_group(text: str, end: int) -> int:
-    """Where the bracketed group that ends ``text[:end]`` starts, with the spaces before it; -1
-    when it ends with none. The group opens after the closing bracket before its own."""
-    close = end - 1
-    if text[close] not in "])":
-        return -1
-    after = max(text.rfind("]", 0, close), text.rfind(")", 0, close)) + 1
-    opens = [i for i in (text.find("[", after, close), text.find("(", after, close)) if i >= 0]
-    if not opens:
-        return -1
-    start = min(opens)
-    while start and text[start - 1].isspace():
-        start -= 1
-    return start
 
 
 def stat_name(written: str | None, declared: dict[str, str] | None = None) -> str | None:
