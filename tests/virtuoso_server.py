@@ -154,7 +154,7 @@ class VirtuosoServer:
 
     def graphs(self) -> list[str]:
         """Every named graph provgraph minted (Virtuoso keeps system graphs of its own)."""
-        query = urllib.parse.urlencode({"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"})
+        query = urllib.parse.urlencode({"query": "SELECT ?g WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g"})
         req = urllib.request.Request(f"{self.base}/sparql?{query}", headers={"Accept": "text/csv"})
         with urllib.request.urlopen(req, timeout=60) as resp:
             lines = resp.read().decode().splitlines()[1:]

@@ -63,8 +63,10 @@ PRESETS: dict[str, Preset] = {
         "sparql-graph-crud",
         accept_results="application/sparql-results+xml",
         accept_triples="application/n-triples",
-        # Virtuoso 7.2 answers GRAPH ?g {} with one solution that leaves ?g unbound.
-        graphs_query="SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }",
+        # Virtuoso 7.2 answers GRAPH ?g {} with one solution that leaves ?g unbound; and it
+        # reads every quad for DISTINCT ?g where GROUP BY ?g reads its graph index (46 s against
+        # 0.03 s at 10^4 calls, paid by every command that opens the store: bench/README.md)
+        graphs_query="SELECT ?g WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g",
     ),
     # Amazon Neptune, base = https://cluster-endpoint:8182 (IAM-signed requests are not supported).
     "neptune": Preset("sparql", "sparql", "sparql/gsp/"),
