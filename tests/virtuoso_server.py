@@ -22,6 +22,8 @@ from pathlib import Path
 
 from oxigraph_server import free_port
 
+from provgraph.store.endpoint import PRESETS
+
 INSTALL = "apt-get install virtuoso-opensource (Debian/Ubuntu; the server is `virtuoso-t`)"
 
 #: The ini, as the package writes it, cut to what a private test server needs. The result
@@ -154,7 +156,7 @@ class VirtuosoServer:
 
     def graphs(self) -> list[str]:
         """Every named graph provgraph minted (Virtuoso keeps system graphs of its own)."""
-        query = urllib.parse.urlencode({"query": "SELECT ?g WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g"})
+        query = urllib.parse.urlencode({"query": PRESETS["virtuoso"].graphs_query})
         req = urllib.request.Request(f"{self.base}/sparql?{query}", headers={"Accept": "text/csv"})
         with urllib.request.urlopen(req, timeout=60) as resp:
             lines = resp.read().decode().splitlines()[1:]
