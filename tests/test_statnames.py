@@ -21,13 +21,13 @@ _BRACKETS = re.compile(r"\s*[\[(][^\])]*[\])]\s*$")
 
 def reference(written: str) -> str:
     """normal_name as it was written before (quadratic on a long run of brackets)."""
-    text = _MARKUP.sub("", written.replace("\\%", "%")).strip().lower()
+    text = _MARKUP.sub("", written.replace("\\%", "%").replace("_", " ")).strip().lower()
     text = re.sub(r"\s+", " ", text)
     previous = None
     while previous != text:
         previous = text
         text = _BRACKETS.sub("", text).rstrip("% .:").strip()
-    return text.replace("_", " ")
+    return text
 
 
 @settings(max_examples=3000, deadline=None)
@@ -43,6 +43,10 @@ def test_the_trailing_brackets_go_as_the_regular_expression_removed_them(written
 def test_names_with_units_and_brackets() -> None:
     assert stat_name("FPR (%)") == "false_positive_rate"
     assert stat_name("**Detection rate** [95% CI] (%)") == "detection_rate"
+    # a header may write the canonical snake_case name, escaped or not, or emphasise with _
+    assert stat_name("detection_rate") == "detection_rate"
+    assert stat_name("cochran\\_q (p)") == "cochran_q"
+    assert stat_name("_FPR_ (%)") == "false_positive_rate"
     nested = "[" * 100_000 + "]" * 100_000  # no group: a group holds no closing bracket
     assert normal_name("Mean rating " + nested) == "mean rating " + nested
     assert normal_name("Mean rating" + " (a)" * 100_000) == "mean rating"  # one group at a time

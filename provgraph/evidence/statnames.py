@@ -60,7 +60,9 @@ RATES = frozenset(
     {"detection_rate", "false_positive_rate", "specificity", "precision", "npv", "f1", "accuracy",
      "agreement_rate", "category_detection_rate"}
 )  # fmt: skip
-_MARKUP = re.compile(r"\\(?:textbf|textit|emph|mathrm|text|bf|it)\b|[*_`{}$\\]")
+#: Markup goes; an underscore (emphasis, or a snake_case name) becomes a space instead, so
+#: ``detection_rate`` reads as ``detection rate`` rather than ``detectionrate``.
+_MARKUP = re.compile(r"\\(?:textbf|textit|emph|mathrm|text|bf|it)\b|[*`{}$\\]")
 _UNIT = re.compile(r"\(\s*%\s*\)|\[\s*%\s*\]|\bin\s+%|%$")
 _TRAILING = "% .:"
 #: A bracketed group read backwards, from its closing bracket: the greedy run stops at the next
@@ -77,7 +79,7 @@ def normal_name(written: str) -> str:
     tried every opening bracket of a header against the rest of it, and a header cell of
     100,000 brackets took minutes (bench/fuzz.py).
     """
-    text = _MARKUP.sub("", written.replace("\\%", "%")).strip().lower()
+    text = _MARKUP.sub("", written.replace("\\%", "%").replace("_", " ")).strip().lower()
     text = re.sub(r"\s+", " ", text)
     reversed_text = text[::-1]
     end = len(text)
@@ -89,7 +91,7 @@ def normal_name(written: str) -> str:
         if group is None:
             break
         end = len(text) - group.end()  # where the group opens; the spaces before it go next
-    return text[:end].replace("_", " ")
+    return text[:end]
 
 
 def stat_name(written: str | None, declared: dict[str, str] | None = None) -> str | None:
