@@ -481,5 +481,4 @@ def test_a_folders_cached_hashes_read_in_chunks_answer_as_all_of_them(tmp_path_f
         wanted = sorted(whole) + sorted(prefix + a for a in asked) + [prefix + a for a in asked]
         for path in wanted:
             assert known.get(path) == whole.get(path), path
-            assert (path in known) == (path in whole)
     cache.close()

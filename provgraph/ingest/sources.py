@@ -229,9 +229,6 @@ class CachedRows:
                 return None
             self._fill(rows[-1][0])
 
-    def __contains__(self, rel: object) -> bool:
-        return isinstance(rel, str) and self.get(rel) is not None
-
 
 def fingerprint(bundle: Bundle, source: Source, importer: Importer) -> str:
     """What must be equal for a re-import to be a no-op."""
