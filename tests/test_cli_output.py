@@ -149,6 +149,7 @@ def test_rules_json(cli) -> None:
         "requires",
         "applies",
         "lineage",
+        "engine_forms",
     }
     assert rule["severity"] == "fail" and rule["why"].startswith("documented mismatch")
 

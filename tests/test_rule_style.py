@@ -92,6 +92,15 @@ def test_rule_is_plain(rule_id: str) -> None:
     assert problems(_RULES[rule_id]) == [], f"{_RULES[rule_id].path}"
 
 
+@pytest.mark.parametrize(
+    ("rule_id", "engine"), sorted((r.id, engine) for r in _RULES.values() for engine, _ in r.forms)
+)
+def test_engine_form_is_plain(rule_id: str, engine: str) -> None:
+    """An engine form is held to the same measure as the rule it stands in for."""
+    rule = _RULES[rule_id]
+    assert problems(Rule(**{**rule.__dict__, "query": rule.query_for(engine)})) == [], (rule_id, engine)
+
+
 def test_checks_see_the_old_style() -> None:
     """The checks catch the shapes they are for (so a passing rule means something)."""
     copy = "{ SELECT ?x ?y WHERE { ?x <p> ?y } }"

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPO, copy_bundle, rule_bundle, write_bundle
+from conftest import REPO, RULE_FIXTURES, copy_bundle, rule_bundle, write_bundle
 from oxigraph_server import OxigraphServer
 from virtuoso_server import INSTALL, VirtuosoServer, virtuoso_binaries
 
@@ -23,7 +23,7 @@ from provgraph.bundle.layout import Bundle
 from provgraph.errors import StoreUnavailable
 from provgraph.export import export
 from provgraph.ingest.run import ingest_paths
-from provgraph.lineage.gate import run_gate
+from provgraph.lineage.gate import refresh_derived, run_gate
 from provgraph.rules import load_rules
 from provgraph.store import catalog, open_store
 from provgraph.store.endpoint import parse_endpoint
@@ -110,6 +110,37 @@ def test_fixture_pair_agrees_on_three_engines(
         assert embedded["outcome"] == ("violated" if twin == "flawed" else "pass"), (twin, embedded)
         assert gate(root, virtuoso.url, rule_id) == embedded, twin
         assert gate(root, oxigraph.url, rule_id) == embedded, twin
+
+
+def _form_params() -> list:
+    """(rule, fixture pair) for every Virtuoso form and every pair of its rule's clause."""
+    pairs = sorted(p.name for p in RULE_FIXTURES.iterdir() if p.is_dir())
+    return [
+        (r.id, pair)
+        for r in RULES
+        if dict(r.forms).get("virtuoso")
+        for pair in pairs
+        if pair.startswith(r.clause)
+    ]
+
+
+@pytest.mark.parametrize(("rule_id", "pair"), _form_params())
+def test_virtuoso_form_returns_the_rules_rows(rule_id: str, pair: str, url: str, tmp_path: Path) -> None:
+    """A Virtuoso form (``<rule-id>.virtuoso.rq``), run on Virtuoso, returns the rows the rule's
+    own query returns on the embedded store, on both twins of every pair of its clause."""
+    (rule,) = [r for r in RULES if r.id == rule_id]
+    for twin in ("flawed", "clean"):
+        root = rule_bundle(pair, twin, tmp_path / twin)
+        rows = []
+        for store in (open_store(None), open_store(url)):
+            ingest(root, store)
+            refresh_derived(store)
+            rows.append(
+                sorted(
+                    (r["focus"].value, r["message"].value) for r in store.select(rule.query_for(store.engine))
+                )
+            )
+        assert rows[0] == rows[1], twin
 
 
 def test_clean_example_passes_and_flawed_fails_on_virtuoso(cli, url: str, tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ def command(app: App, clauses: tuple[str, ...], remedy: bool, why: bool, fmt: st
                     "requires": list(rule.requires),
                     "applies": list(rule.applies),
                     "lineage": rule.lineage,
+                    "engine_forms": [engine for engine, _ in rule.forms],
                 }
                 for rule in rules
             ]
@@ -60,7 +61,8 @@ def command(app: App, clauses: tuple[str, ...], remedy: bool, why: bool, fmt: st
     for rule in rules:
         row = [rule.clause, rule.id, rule.severity, rule.title]
         row += [rule.remedy] if remedy else []
-        row += [rule.why, ", ".join(rule.applies) or "-"] if why else []
+        forms = "".join(f"\n(a {engine} form: {rule.path.stem}.{engine}.rq)" for engine, _ in rule.forms)
+        row += [rule.why + forms, ", ".join(rule.applies) or "-"] if why else []
         table.add_row(*row)
     out.print(table)
     return 0

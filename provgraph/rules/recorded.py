@@ -69,11 +69,12 @@ def inputs_sha256(store: Store) -> str:
 
 
 def rules_sha256(rules: Sequence[Rule]) -> str:
-    """One hash of what each rule says (its header fields and query), in rule-id order."""
+    """One hash of what each rule says (its header fields, query and engine forms), in rule-id order."""
     h = hashlib.sha256()
     for r in sorted(rules, key=lambda r: r.id):
         fields = (r.id, r.clause, r.severity, r.title, r.remedy, r.why, str(r.lineage), r.query)
-        h.update(("\x1f".join((*fields, *r.requires, "|", *r.applies)) + "\x1e").encode())
+        forms = [x for form in r.forms for x in form]
+        h.update(("\x1f".join((*fields, *r.requires, "|", *r.applies, "|", *forms)) + "\x1e").encode())
     return h.hexdigest()
 
 

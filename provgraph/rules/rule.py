@@ -28,18 +28,25 @@ on each recorded violation, so lineage reads it from the graph.
 
 The query returns one row per violation, projecting at least ``?focus`` (the node the
 violation is about) and ``?message`` (one sentence a researcher understands).
+
+A rule may have an *engine form*: ``<clause>/<rule-id>.<engine>.rq`` beside it, the same
+rule written for one SPARQL engine (a store preset, :data:`provgraph.store.endpoint.PRESETS`)
+whose planner the plain query defeats. Its header holds one key, ``why:`` (what the plain
+form cost there). The plain file stays the rule's reference: the tests check that every form
+returns the reference's rows on every fixture, so a fix to the rule must reach both.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, get_args
 
 from provgraph.errors import RuleError
 from provgraph.rdf.resources import queries_dir
 from provgraph.rdf.vocab import PG_NS
+from provgraph.store.endpoint import PRESETS
 
 CLAUSES = ("cohort", "pixel", "prompt", "model", "output", "annotation", "analysis", "release")
 Severity = Literal["fail", "restrict", "info"]
@@ -76,32 +83,31 @@ class Rule:
     why: str = ""
     #: The claim status its violations imply when not the severity's default (header ``lineage:``).
     lineage: LineageStatus | None = None
+    #: Engine forms: (engine, query) pairs from ``<rule-id>.<engine>.rq`` files.
+    forms: tuple[tuple[str, str], ...] = field(default=())
 
     @property
     def blocks_gate(self) -> bool:
         return self.severity == "fail"
 
+    def query_for(self, engine: str) -> str:
+        """The query to run on ``engine``: its engine form if the rule has one, else the rule's."""
+        return dict(self.forms).get(engine, self.query)
 
-def parse_rule(path: Path, text: str | None = None) -> Rule:
-    """Parse one rule file; a bad header is a :class:`RuleError` naming file and line."""
-    if text is None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise RuleError(f"{path}: cannot read rule file: {err}") from err
+
+def _header(path: Path, lines: list[str], keys: tuple[str, ...]) -> tuple[dict[str, str], int]:
+    """The ``# key: value`` header of a rule file (only ``keys`` allowed) and the index of the
+    query's first line; a bad header is a :class:`RuleError` naming file and line."""
     meta: dict[str, str] = {}
     last: str | None = None
-    body_start = 0
-    lines = text.splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.startswith("#"):
-            body_start = number - 1
-            break
+            return meta, number - 1
         content = line[1:]
         match = re.match(r"^ ?([a-z]+):\s*(.*)$", content)
         if match and not content.startswith("  "):
             key, value = match.group(1), match.group(2).strip()
-            if key not in _REQUIRED + _OPTIONAL:
+            if key not in keys:
                 raise RuleError(f"{path}:{number}: unknown header key {key!r}")
             if key in meta:
                 raise RuleError(f"{path}:{number}: header key {key!r} given twice")
@@ -111,8 +117,20 @@ def parse_rule(path: Path, text: str | None = None) -> Rule:
             meta[last] += " " + content.strip()
         elif content.strip():
             raise RuleError(f"{path}:{number}: header lines are '# key: value' (got {line!r})")
-    else:
-        body_start = len(lines)
+    return meta, len(lines)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise RuleError(f"{path}: cannot read rule file: {err}") from err
+
+
+def parse_rule(path: Path, text: str | None = None) -> Rule:
+    """Parse one rule file; a bad header is a :class:`RuleError` naming file and line."""
+    lines = (_read(path) if text is None else text).splitlines()
+    meta, body_start = _header(path, lines, _REQUIRED + _OPTIONAL)
     missing = [k for k in _REQUIRED if not meta.get(k)]
     if missing:
         raise RuleError(f"{path}:1: rule header lacks {', '.join(missing)}")
@@ -156,13 +174,40 @@ def parse_rule(path: Path, text: str | None = None) -> Rule:
     )
 
 
+def parse_form(path: Path) -> tuple[str, str, str]:
+    """An engine form ``<rule-id>.<engine>.rq``: its rule id, engine and query."""
+    rule_id, _, engine = path.stem.rpartition(".")
+    if engine not in PRESETS:
+        raise RuleError(f"{path}:1: unknown engine {engine!r} in the file name (one of {', '.join(PRESETS)})")
+    lines = _read(path).splitlines()
+    meta, body_start = _header(path, lines, ("why",))
+    if not meta.get("why"):
+        raise RuleError(
+            f"{path}:1: an engine form's header needs why: (what the rule's own query cost there)"
+        )
+    query = "\n".join(lines[body_start:]).strip()
+    if not query:
+        raise RuleError(f"{path}: no query after the header")
+    return rule_id, engine, query
+
+
 def load_rules(root: Path | None = None) -> list[Rule]:
-    """Every rule under ``root`` (default: the shipped ``data/rules/``), ordered by clause and id."""
+    """Every rule under ``root`` (default: the shipped ``data/rules/``) with its engine forms,
+    ordered by clause and id."""
     root = root or queries_dir()
-    rules = [parse_rule(p) for p in sorted(root.glob("*/*.rq"))]
+    files = sorted(root.glob("*/*.rq"))
+    rules = [parse_rule(p) for p in files if "." not in p.stem]
     seen: dict[str, Path] = {}
     for rule in rules:
         if rule.id in seen:
             raise RuleError(f"{rule.path}: rule id {rule.id!r} also used by {seen[rule.id]}")
         seen[rule.id] = rule.path
+    forms: dict[str, list[tuple[str, str]]] = {}
+    for path in files:
+        if "." in path.stem:
+            rule_id, engine, query = parse_form(path)
+            if path.parent / f"{rule_id}.rq" not in seen.values():
+                raise RuleError(f"{path}:1: an engine form of no rule (no {rule_id}.rq beside it)")
+            forms.setdefault(rule_id, []).append((engine, query))
+    rules = [replace(r, forms=tuple(forms[r.id])) if r.id in forms else r for r in rules]
     return sorted(rules, key=lambda r: (CLAUSES.index(r.clause), r.id))

@@ -178,7 +178,7 @@ def run_rule(store: Store, rule: Rule) -> RuleResult:
                     error=f"missing evidence: the graph has no {short} nodes, so this rule "
                     "cannot show the clause holds",
                 )
-        rows = store.select(rule.query)
+        rows = store.select(rule.query_for(store.engine))
     except SyntaxError as err:
         return RuleResult(
             rule, "error", error=f"query does not parse: {err}", seconds=time.perf_counter() - t0

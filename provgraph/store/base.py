@@ -40,6 +40,9 @@ class Store(ABC):
     #: Whether several threads may query the store at once (the engine evaluates outside the
     #: interpreter lock, or on a server), so independent reads can run side by side.
     concurrent_reads: bool = False
+    #: The SPARQL engine answering queries (a server preset's name, :mod:`provgraph.store.endpoint`),
+    #: for rules written for one engine's planner; empty when unknown.
+    engine: str = ""
 
     @abstractmethod
     def _query(self, query: str, bindings: Mapping[str, Term] | None) -> object:
@@ -187,6 +190,7 @@ class Within(Store):
         self.graphs = list(dict.fromkeys(graphs))
         self.location = store.location
         self.concurrent_reads = store.concurrent_reads
+        self.engine = store.engine
 
     def _query(self, query: str, bindings: Mapping[str, Term] | None) -> object:
         return self.store._query_within(query, bindings, self.graphs)

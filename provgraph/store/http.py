@@ -65,6 +65,7 @@ class SparqlStore(Store):
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self.location = endpoint.location
+        self.engine = endpoint.preset
         self.staging_ttl = endpoint.staging_ttl
         self._pinned: list[str] | None = None
 

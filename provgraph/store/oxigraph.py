@@ -28,6 +28,7 @@ class OxigraphStore(Store):
 
     # pyoxigraph evaluates a query, row by row, with the interpreter lock released
     concurrent_reads = True
+    engine = "oxigraph"
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
