@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import ingest_bundle, rule_bundle
 
 from provgraph.ingest.testing import write_bundle
@@ -29,7 +30,7 @@ base_iri = "https://example.org/t/"
 
 [release]
 include = ["*"]
-texts = ["*.md", "*.tex", "*.csv"]
+texts = ["*.md", "*.tex", "*.csv", "*.tsv"]
 {bind}
 """
 RULES = ("release-metrics-inconsistent", "release-mean-grim-inconsistent", "release-test-p-inconsistent")
@@ -98,13 +99,19 @@ def test_latex_table_and_sentence_reports(tmp_path: Path) -> None:
     assert "recomputed p = 0.04019" in test[1] and test[1].startswith("paper.tex line 10: \\chi^2(1) = 4.21")
 
 
-def test_counts_in_a_csv_results_file(tmp_path: Path) -> None:
-    """A CSV of per-condition counts and rates: the row's own TP..TN are the sizes."""
+@pytest.mark.parametrize("name", ["results.csv", "results.tsv"])
+def test_counts_in_a_csv_results_file(tmp_path: Path, name: str) -> None:
+    """A CSV (or TSV, as pandas ``to_csv(sep="\\t")`` writes one) of per-condition counts and
+    rates: the row's own TP..TN are the sizes."""
     csv = "condition,TP,FN,FP,TN,precision,F1\nbaseline,16,2,5,13,0.76,0.82\ntaxonomy,17,1,3,15,0.85,0.90\n"
-    root = write_bundle(tmp_path / "b", {"results.csv": csv}, CONTRACT.format(bind=""))
+    if name.endswith(".tsv"):
+        csv = csv.replace(",", "\t")
+    root = write_bundle(tmp_path / "b", {name: csv}, CONTRACT.format(bind=""))
     (found,) = violations(root)["release-metrics-inconsistent"]
-    assert found[0] == "claim/results.csv/3/0.90/1"
+    assert found[0] == f"claim/{name}/3/0.90/1"
     assert "F1 0.89 for 0.90" in found[1]
+    sound = write_bundle(tmp_path / "c", {name: csv.replace("0.90", "0.89")}, CONTRACT.format(bind=""))
+    assert violations(sound) == {}
 
 
 def test_mean_of_integer_data_only_when_declared(tmp_path: Path) -> None:

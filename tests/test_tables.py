@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from provgraph.evidence.claimnodes import text_format
 from provgraph.evidence.claims import numbers
 from provgraph.evidence.tablehtml import view
-from provgraph.evidence.tables import Table, find_tables
+from provgraph.evidence.tables import FORMATS, Table, find_tables
 
 TRAP = Path(__file__).parent / "fixtures" / "replication_trap" / "tables"
 
@@ -285,9 +285,28 @@ def test_csv_text_is_one_table_and_a_ragged_row_is_a_problem() -> None:
     assert_numbers_in_one_cell(lines, [table], "csv")
 
 
+def test_tsv_text_is_one_table_as_pandas_writes_it() -> None:
+    """TSV as ``pandas.DataFrame.to_csv(sep="\\t")`` writes it (Python's csv module underneath:
+    a field holding a tab or a quote is quoted, ``""`` escapes a quote); a comma is no
+    delimiter, so ``1,000.5`` is one number in one cell."""
+    text = 'model\tDR (%)\tF1\nA\t94\t0.84\n"B\tlarge"\t1,000.5\t0.5\nC\t1\n'
+    problems: list[tuple[int, str]] = []
+    lines = lines_of(text)
+    (table,) = find_tables(lines, "tsv", problem=lambda line, why: problems.append((line, why)))
+    assert table.format == "tsv" and table.columns == ("model", "DR (%)", "F1")
+    assert table.units[1] == "percent"
+    assert [r.label for r in table.rows] == ["A", "B large"]  # a cell's white space is one space
+    b = table.rows[1].cells
+    assert [(c.text, c.column) for c in b] == [("B large", 1), ("1,000.5", 11), ("0.5", 19)]
+    assert b[1].numbers[0].text == "1000.5"
+    assert problems == [(4, "a row of 2 fields under a header of 3; not read as a table row")]
+    assert_numbers_in_one_cell(lines, [table], "tsv")
+
+
 def test_text_format_from_the_name() -> None:
-    assert [text_format(p) for p in ("a.tex", "A.HTM", "r.html", "t.csv", "README.md", "n.txt")] == [
-        "latex", "html", "html", "csv", "markdown", "markdown",
+    names = ("a.tex", "A.HTM", "r.html", "t.csv", "r.TSV", "r.tab", "README.md", "n.txt")
+    assert [text_format(p) for p in names] == [
+        "latex", "html", "html", "csv", "tsv", "tsv", "markdown", "markdown",
     ]  # fmt: skip
     with pytest.raises(ValueError, match="unknown table format"):
         find_tables([], "docx")
@@ -424,12 +443,12 @@ _PIECES = [
     "|", "---", ":-:", "\\|", "**", "*", "`", "&", "\\\\", "\\\\[2pt]", "\\hline", "\\midrule",
     "\\begin{tabular}{ll}", "\\end{tabular}", "\\multicolumn{2}{c}{", "}", "{", "%", "\\%",
     "<table>", "</table>", "<tr>", "<td colspan=x>", "<th>", "</td>", "<!--", "-->", "&amp;",
-    "&#99999999;", "<", ">", '"', ",", "0.5", "17%", "3/4", "n = 5", "\n", " ", "x",
+    "&#99999999;", "<", ">", '"', ",", "\t", "0.5", "17%", "3/4", "n = 5", "\n", " ", "x",
 ]  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.sampled_from(["markdown", "latex", "html", "csv"]))
+@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.sampled_from(FORMATS))
 def test_any_text_parses_without_error_and_numbers_stay_in_one_cell(pieces: list[str], fmt: str) -> None:
     """Fragments of every format's syntax, shuffled: find_tables never raises, and no number is
     in two cells."""

@@ -32,7 +32,7 @@ def is_latex(path: str) -> bool:
 
 
 def text_format(path: str) -> str:
-    """The format a text's tables are read in, from its name: latex, html, csv or markdown
+    """The format a text's tables are read in, from its name: latex, html, csv, tsv or markdown
     (Markdown and plain text; raw HTML tables in them are read too)."""
     lower = path.lower()
     if is_latex(lower):
@@ -41,6 +41,8 @@ def text_format(path: str) -> str:
         return "html"
     if lower.endswith(".csv"):
         return "csv"
+    if lower.endswith((".tsv", ".tab")):
+        return "tsv"
     return "markdown"
 
 

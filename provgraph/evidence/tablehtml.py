@@ -153,9 +153,9 @@ def table_regions(text: str) -> list[tuple[int, int]]:
 
 def view(lines: Sequence[tuple[int, str]], fmt: str) -> list[tuple[int, str]]:
     """The lines numbers are read from: markup blanked in HTML (a whole HTML text, the HTML
-    tables of a Markdown text), delimiters written as ``|`` in CSV, others as they are."""
-    if fmt == "csv":
-        return [(n, _csv_view(t)) for n, t in lines]
+    tables of a Markdown text), delimiters written as ``|`` in CSV and TSV, others as they are."""
+    if fmt in DELIMITERS:
+        return [(n, _csv_view(t, DELIMITERS[fmt])) for n, t in lines]
     if fmt not in ("html", "markdown") or not lines:
         return list(lines)
     text = "\n".join(t for _, t in lines)
@@ -343,8 +343,14 @@ def html_tables(lines: Sequence[tuple[int, str]]) -> list[Table]:
 # --- CSV ---------------------------------------------------------------------------------
 
 
-def _field_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each field of a CSV line (comma-delimited, ``"`` quoted, ``""`` escaped)."""
+#: A delimited text's field separator. TSV as pandas ``to_csv(sep="\t")`` and Python's csv
+#: module write it: ``"`` quotes a field holding a tab or a quote (IANA's
+#: text/tab-separated-values allows no tab in a field, so its files read the same).
+DELIMITERS = {"csv": ",", "tsv": "\t"}
+
+
+def _field_spans(text: str, delimiter: str = ",") -> list[tuple[int, int]]:
+    """(start, end) of each field of a delimited line (``"`` quoted, ``""`` escaped)."""
     spans, i, n, start, quoted = [], 0, len(text), 0, False
     while i < n:
         ch = text[i]
@@ -356,7 +362,7 @@ def _field_spans(text: str) -> list[tuple[int, int]]:
                     quoted = False
         elif ch == '"':
             quoted = True
-        elif ch == ",":
+        elif ch == delimiter:
             spans.append((start, i))
             start = i + 1
         i += 1
@@ -364,17 +370,18 @@ def _field_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _csv_view(text: str) -> str:
+def _csv_view(text: str, delimiter: str = ",") -> str:
     chars = list(text)
-    for _, end in _field_spans(text)[:-1]:
+    for _, end in _field_spans(text, delimiter)[:-1]:
         chars[end] = "|"
     return "".join(chars)
 
 
-def csv_tables(lines: Sequence[tuple[int, str]], problem: Problem) -> list[Table]:
-    """A CSV text as one table: the first record is the header; a record with another number
-    of fields than the header is reported and left out. Records are one line each (a quoted
-    field running over lines is reported)."""
+def csv_tables(lines: Sequence[tuple[int, str]], problem: Problem, fmt: str = "csv") -> list[Table]:
+    """A CSV (or TSV: ``fmt``) text as one table: the first record is the header; a record with
+    another number of fields than the header is reported and left out. Records are one line
+    each (a quoted field running over lines is reported)."""
+    delimiter = DELIMITERS[fmt]
     rows: list[list[RawCell]] = []
     header: list[RawCell] | None = None
     first = None
@@ -382,15 +389,15 @@ def csv_tables(lines: Sequence[tuple[int, str]], problem: Problem) -> list[Table
         if not text.strip():
             continue
         try:
-            values = next(csv.reader([text], strict=True))
+            values = next(csv.reader([text], delimiter=delimiter, strict=True))
         except csv.Error as exc:
-            problem(line_no, f"not a CSV record ({exc}); its numbers are read, not as table cells")
+            problem(line_no, f"not a {fmt.upper()} record ({exc}); its numbers are read, not as table cells")
             continue
-        spans = _field_spans(text)
+        spans = _field_spans(text, delimiter)
         if len(spans) != len(values):
             problem(line_no, "a quoted field runs past the line; not read as table cells")
             continue
-        seen = _csv_view(text)
+        seen = _csv_view(text, delimiter)
         cells = []
         for value, (a, b) in zip(values, spans, strict=True):
             found, at = span_numbers([(line_no, seen, a, b)], latex=False)
@@ -407,4 +414,4 @@ def csv_tables(lines: Sequence[tuple[int, str]], problem: Problem) -> list[Table
             rows.append(cells)
     if header is None or first is None:
         return []
-    return [build_table("csv", first, None, [header], rows, len(header))]
+    return [build_table(fmt, first, None, [header], rows, len(header))]

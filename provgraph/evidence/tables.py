@@ -33,7 +33,7 @@ from provgraph.evidence.statnames import header_unit
 
 #: Reports a line the parser could not read as table (CSV: a ragged row): (line, reason).
 Problem = Callable[[int, str], None]
-FORMATS = ("markdown", "latex", "html", "csv")
+FORMATS = ("markdown", "latex", "html", "csv", "tsv")
 #: Longest cell whose markup is stripped for its text. A table cell is a name or a value; a
 #: longer one is prose or hostile, and stripping unclosed markup would scan it once per mark.
 MAX_MARKUP_CHARS = 4096
@@ -82,7 +82,7 @@ def find_tables(lines: Sequence[tuple[int, str]], fmt: str, problem: Problem | N
     """The tables of a text given as (1-based line number, line) pairs, in source order.
 
     ``fmt`` is the text's format: ``"markdown"`` (pipe tables and raw HTML tables), ``"latex"``,
-    ``"html"`` or ``"csv"`` (the whole text is one table). Lines the parser cannot read are
+    ``"html"``, ``"csv"`` or ``"tsv"`` (the whole text is one table). Lines the parser cannot read are
     reported to ``problem`` and left out; nothing raises on bad input.
     """
     # The parsers of the other formats are in their own modules, which build on this one's
@@ -100,8 +100,8 @@ def find_tables(lines: Sequence[tuple[int, str]], fmt: str, problem: Problem | N
         found = latex_tables(lines)
     elif fmt == "html":
         found = html_tables(lines)
-    elif fmt == "csv":
-        found = csv_tables(lines, report)
+    elif fmt in ("csv", "tsv"):
+        found = csv_tables(lines, report, fmt)
     else:
         raise ValueError(f"unknown table format {fmt!r}; one of {', '.join(FORMATS)}")
     return sorted(found, key=lambda t: t.line)

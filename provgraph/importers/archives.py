@@ -29,7 +29,7 @@ MAX_TEXT_BYTES = 32 << 20
 
 class ArchivesImporter(Importer):
     name = "archives"
-    version = "2"  # 2: table cells and source columns on the claims of member texts
+    version = "3"  # 2: table cells and source columns on the claims of member texts; 3: TSV
     description = "zip, tar, tar.gz: members with sha256, root SHA256SUMS as closed manifest, claims in texts"
     handles = "file"
     suffixes = frozenset({".zip", ".tar", ".gz", ".tgz"})  # detect() claims no other file

@@ -80,7 +80,7 @@ def is_repository(path: Path) -> int:
 
 class GitImporter(Importer):
     name = "git"
-    version = "2"  # 2: table cells and source columns on the claims of released texts
+    version = "3"  # 2: table cells and source columns on the claims of released texts; 3: TSV
     description = "git repositories: commits and tags as release states with the file blobs at each"
     handles = "directory"
     uses_sections = ("release",)

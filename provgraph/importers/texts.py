@@ -1,11 +1,11 @@
-"""Manuscripts and texts (LaTeX, Markdown, HTML, CSV, plain text) named by ``[release].texts``.
+"""Manuscripts and texts (LaTeX, Markdown, HTML, CSV, TSV, plain text) named by ``[release].texts``.
 
 Every number a reader would take as a claim (``Q = 154.73``, ``26/45``, ``17%``, ``0.90``)
 becomes a ``pg:Claim`` with its value as written, precision, the name next to it, the
 denominator it is stated over, the line it is on, file and line number. A claim whose text
 equals a registry value of the contract points at it (``pg:registryValue``); every registry
 entity written on a line (a model name, "5 models") becomes a ``pg:Mention``. Every table
-(Markdown, LaTeX, HTML, a CSV file) becomes a ``pg:Table`` and each claim in one of its cells
+(Markdown, LaTeX, HTML, a CSV or TSV file) becomes a ``pg:Table`` and each claim in one of its cells
 carries its row, column, row label, group and column header (:mod:`provgraph.evidence.tables`).
 """
 
@@ -21,7 +21,7 @@ from provgraph.ingest.api import LIKELY, NO, Bundle, ImportContext, Importer, So
 
 class TextsImporter(Importer):
     name = "texts"
-    version = "3"  # 3: tables as cells, pg:sourceColumn, HTML and CSV texts
+    version = "4"  # 3: tables as cells, pg:sourceColumn, HTML and CSV texts; 4: TSV texts
     description = (
         "manuscripts and texts named by release.texts: numbers as claims (table cells with their"
         " row and column), registry names as mentions"
