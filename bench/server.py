@@ -9,7 +9,8 @@ naming its dataset (`dataset=graphs`, the default, safe on a shared server), and
 with Oxigraph's union default graph (`#dataset=union`, single-writer only). When Virtuoso is
 installed (`virtuoso-t`), the same ingest and check on a private Virtuoso 7 started as the
 tests start it (tests/virtuoso_server.py). Reported: wall times and their ratio to the
-embedded store, for each size given.
+embedded store, for each size given, and whether each store's verdicts (every rule's outcome
+and its number of violations) are the embedded store's.
 
 ``--scale`` takes the proportional bundle of ``bench/scale.py`` instead (every clause: cohort
 tables, DICOMs and renderings, labels, the statistics), sized in calls; its planned defects
@@ -18,6 +19,7 @@ make the gate fail on every store alike.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
@@ -50,7 +52,11 @@ def ingest(location: str, root: Path) -> tuple[float, int]:
     return took, triples
 
 
-def check(location: str) -> tuple[float, bool]:
+#: What a check decided: each rule's outcome and number of violations.
+Verdicts = dict[str, tuple[str, int]]
+
+
+def check(location: str) -> tuple[float, bool, Verdicts]:
     store = open_store(location)
     rules = load_rules()
     t0 = time.perf_counter()
@@ -62,12 +68,13 @@ def check(location: str) -> tuple[float, bool]:
         f"{location}: slowest rules " + ", ".join(f"{r.rule.id} {r.seconds:.2f} s" for r in slowest),
         flush=True,
     )
-    return took, report.passed
+    verdicts = {r.rule.id: (r.outcome, len(r.violations)) for r in report.results}
+    return took, report.passed, verdicts
 
 
 def measure(
     size: int, tmp: Path, oxigraph: bool = True, scale: bool = False
-) -> list[tuple[str, float | None, float, bool]]:
+) -> list[tuple[str, float | None, float, bool, str]]:
     root = tmp / "bundle"
     if scale:
         calls = scale_bundle(root, size, log=lambda m: None)["calls"]
@@ -78,41 +85,58 @@ def measure(
     rows = []
     embedded = str(tmp / "store")
     base_ingest, triples = ingest(embedded, root)
-    base_check, passed = check(embedded)
-    rows.append(("embedded (baseline)", base_ingest, base_check, passed))
+    base_check, passed, base_verdicts = check(embedded)
+    rows.append(("embedded (baseline)", base_ingest, base_check, passed, ""))
+
+    def same(verdicts: Verdicts) -> str:
+        differ = sorted(r for r in base_verdicts if verdicts.get(r) != base_verdicts[r])
+        return "same verdicts" if not differ else "differ: " + ", ".join(differ)
+
     print(f"embedded: ingest {base_ingest:.2f} s, check {base_check:.2f} s", flush=True)
     if oxigraph:
         server = OxigraphServer(tmp / "oxigraph").start()
         try:
             took, _ = ingest(server.url, root)
-            checked, passed_graphs = check(server.url)
-            rows.append(("oxigraph, dataset=graphs", took, checked, passed_graphs))
-            checked, passed_union = check(server.url + "#dataset=union")
-            rows.append(("oxigraph, dataset=union", None, checked, passed_union))
+            checked, passed_graphs, verdicts = check(server.url)
+            rows.append(("oxigraph, dataset=graphs", took, checked, passed_graphs, same(verdicts)))
+            checked, passed_union, verdicts = check(server.url + "#dataset=union")
+            rows.append(("oxigraph, dataset=union", None, checked, passed_union, same(verdicts)))
         finally:
             server.stop()
     if virtuoso_binaries() is not None:
         virtuoso = VirtuosoServer(tmp / "virtuoso").start()
         try:
             took, _ = ingest(virtuoso.url + "#timeout=3600", root)  # one large source may take minutes
-            checked, passed_v = check(virtuoso.url + "#timeout=3600")  # a rule may take minutes
-            rows.append(("virtuoso 7.2", took, checked, passed_v))
+            checked, passed_v, verdicts = check(virtuoso.url + "#timeout=3600")  # a rule may take minutes
+            rows.append(("virtuoso 7.2", took, checked, passed_v, same(verdicts)))
         finally:
             virtuoso.stop()
     print(f"{calls} calls, {triples} triples imported")
     print(f"{'store':26s} {'ingest':>9s} {'ratio':>6s} {'check':>9s} {'ratio':>6s}  gate")
-    for name, ing, chk, ok in rows:
+    for name, ing, chk, ok, agree in rows:
         ing_text = f"{ing:8.2f}s {ing / base_ingest:5.2f}x" if ing is not None else f"{'':9s} {'':6s}"
-        print(f"{name:26s} {ing_text} {chk:8.2f}s {chk / base_check:5.2f}x  {'PASS' if ok else 'FAIL'}")
+        gate = "PASS" if ok else "FAIL"
+        print(f"{name:26s} {ing_text} {chk:8.2f}s {chk / base_check:5.2f}x  {gate}  {agree}")
     return rows
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    flags = {"--no-oxigraph", "--scale"}
-    for size in [int(a) for a in args if a not in flags] or [4000]:
+    parser = argparse.ArgumentParser(
+        description="Ingest and check one generated bundle on the embedded store (the baseline), "
+        "an `oxigraph serve` on loopback and, when installed, a private Virtuoso; print each "
+        "store's times, their ratio to the baseline's, and whether its verdicts are the baseline's."
+    )
+    parser.add_argument(
+        "sizes", nargs="*", type=int, default=[4000],
+        help="bundle sizes, one run each: cases of the call-identity bundle (x 2 conditions), "
+        "or calls with --scale (default: 4000)",
+    )  # fmt: skip
+    parser.add_argument("--scale", action="store_true", help="bench/scale.py's proportional bundle")
+    parser.add_argument("--no-oxigraph", action="store_true", help="leave out the Oxigraph server")
+    args = parser.parse_args()
+    for size in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
-            measure(size, Path(tmp), "--no-oxigraph" not in args, "--scale" in args)
+            measure(size, Path(tmp), not args.no_oxigraph, args.scale)
 
 
 if __name__ == "__main__":
