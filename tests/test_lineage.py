@@ -189,6 +189,33 @@ def test_missing_check_dangling_source_and_rule_errors_are_unverifiable(tmp_path
     assert "rule release-broken could not run: missing evidence" in reasons
 
 
+def test_a_check_does_not_describe_what_no_import_describes(tmp_path: Path) -> None:
+    """A call record for a call no plan names points at a call node no import describes; the
+    check's per-call view states that call's ``pg:callId`` (rules report it), which must not
+    make the lineage of the record read otherwise after the check than before it."""
+    from provgraph.ingest.testing import write_bundle
+
+    calls = json.dumps({"call_id": "c1", "status": "ok"}) + "\n"
+    store, _, _ = ingest_bundle(write_bundle(tmp_path / "b", {"calls.jsonl": calls}))
+    (row,) = store.select(f"SELECT ?r WHERE {{ ?r a <{PG_NS}CallRecord> }}")
+    record = row["r"].value
+
+    def undescribed() -> list[tuple[str, str]]:
+        lineage = trace(store, record)
+        nodes = [(n.iri, n.label) for n in lineage.nodes.values() if not n.described]
+        return nodes + [(r.node or "", r.text) for r in lineage.reasons if "no import describes" in r.text]
+
+    call = "https://example.org/t/call/c1"  # write_bundle's base IRI
+    before = undescribed()
+    assert before == [
+        (call, f"(not in the store) {call}"),
+        (call, f"{call} is referenced but no import describes it: its source was not retained"),
+    ]
+    run_gate(store, load_rules())
+    assert store.ask(f'ASK {{ <{call}> <{PG_NS}callId> "c1" }}')  # the view's fact
+    assert undescribed() == before
+
+
 def test_superseded_value_in_a_released_zip(tmp_path: Path) -> None:
     root = make_bundle(tmp_path / "b")
     old = (root / "README.md").read_text().replace("Q = 182.29", "Q = 154.73")

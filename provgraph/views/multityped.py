@@ -20,7 +20,8 @@ import pyoxigraph as ox
 
 from provgraph.rdf.sparql import plain_iri
 from provgraph.store.base import Within
-from provgraph.views.keys import NodeKeys, in_graphs
+from provgraph.store.catalog import in_graphs
+from provgraph.views.keys import NodeKeys
 from provgraph.views.nodes import value_blocks
 
 Counts = dict[tuple[str, str, str | None], int]  # (subject key, predicate, object key or value) -> n
