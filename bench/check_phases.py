@@ -68,7 +68,7 @@ VIEWS = ("callview", "fileview", "caseview", "pixelview", "decodingview")
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--store", type=Path, required=True)
+    ap.add_argument("--store", required=True, help="a store location: a folder, or a server URL")
     ap.add_argument("--phases", default="refresh,rules,record,hubs")
     ap.add_argument("--readers", type=int, help="rules run at once (default: one per core, up to 4)")
     ap.add_argument("--baseline", type=Path, help="a folder holding another provgraph package")

@@ -50,8 +50,8 @@ Striping = 0
 ServerPort = 127.0.0.1:{sql}
 DisableUnixSocket = 1
 CheckpointInterval = 0
-NumberOfBuffers = 20000
-MaxDirtyBuffers = 12000
+NumberOfBuffers = {buffers}
+MaxDirtyBuffers = {dirty}
 ThreadsPerQuery = 2
 DirsAllowed = .
 
@@ -80,7 +80,7 @@ class VirtuosoServer:
     """``virtuoso-t`` on 127.0.0.1 with its database in ``folder``; ``url`` is the provgraph
     store URL (the ``virtuoso`` preset on the server root)."""
 
-    def __init__(self, folder: Path, max_rows: int = 0) -> None:
+    def __init__(self, folder: Path, max_rows: int = 0, buffers: int = 20_000) -> None:
         found = virtuoso_binaries()
         if found is None:
             raise RuntimeError(f"Virtuoso is not installed: {INSTALL}")
@@ -88,6 +88,7 @@ class VirtuosoServer:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
         self.max_rows = max_rows  # ResultSetMaxRows: 0 for none, as provgraph needs
+        self.buffers = buffers  # NumberOfBuffers, 8 KiB pages (MaxDirtyBuffers three fifths of it)
         self.proc: subprocess.Popen[bytes] | None = None
         self.sql_port = self.http_port = 0
 
@@ -104,7 +105,14 @@ class VirtuosoServer:
             self.sql_port, self.http_port = free_port(), free_port()
             ini = self.folder / "virtuoso.ini"
             ini.write_text(
-                INI.format(d=self.folder, sql=self.sql_port, http=self.http_port, rows=self.max_rows)
+                INI.format(
+                    d=self.folder,
+                    sql=self.sql_port,
+                    http=self.http_port,
+                    rows=self.max_rows,
+                    buffers=self.buffers,
+                    dirty=self.buffers * 3 // 5,
+                )
             )
             log = (self.folder / "server.log").open("ab")
             self.proc = subprocess.Popen(
@@ -139,20 +147,21 @@ class VirtuosoServer:
     def _grant(self) -> None:
         """Updates over HTTP run as the SQL user ``SPARQL``, which may only read until granted
         ``SPARQL_UPDATE``; the default ``dba`` password of a fresh database is ``dba``."""
+        self.sql('GRANT SPARQL_UPDATE TO "SPARQL";', allow="U0013")  # U0013: granted before
+
+    def sql(self, statement: str, allow: str | None = None, timeout: float = 600) -> str:
+        """Run one SQL statement as ``dba`` through isql (``CHECKPOINT;``, a grant); an error
+        whose code is ``allow`` is not one."""
         proc = subprocess.run(
-            [
-                self.isql_bin,
-                f"127.0.0.1:{self.sql_port}",
-                "dba",
-                "dba",
-                'exec=GRANT SPARQL_UPDATE TO "SPARQL";',
-            ],
+            [self.isql_bin, f"127.0.0.1:{self.sql_port}", "dba", "dba", f"exec={statement}"],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=timeout,
         )
-        if proc.returncode != 0 or "Error" in proc.stdout + proc.stderr:
-            raise RuntimeError(f"isql could not grant SPARQL_UPDATE: {proc.stdout}{proc.stderr}")
+        said = proc.stdout + proc.stderr
+        if (proc.returncode != 0 or "Error" in said) and not (allow and allow in said):
+            raise RuntimeError(f"isql could not run {statement!r}: {said}")
+        return said
 
     def graphs(self) -> list[str]:
         """Every named graph provgraph minted (Virtuoso keeps system graphs of its own)."""
