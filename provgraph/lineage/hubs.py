@@ -20,7 +20,7 @@ from pathlib import Path
 from provgraph.lineage.model import Node, Reason, Sampled, inverse_properties, lineage_properties, status_of
 from provgraph.rdf.terms import IRI, TripleWriter
 from provgraph.rdf.vocab import PG_NS
-from provgraph.store import catalog
+from provgraph.store import catalog, scopes
 from provgraph.store.base import Store
 
 HUB_THRESHOLD = 500
@@ -237,10 +237,10 @@ def _downstream_hubs(
 
 
 def _undescribed(store: Store, props: dict[str, str]) -> list[str]:
-    """Nodes a lineage edge points at that no import describes (no triple of their own in the
-    graphs that describe the benchmark: a derived view's facts do not count)."""
+    """Nodes a lineage edge points at that no import describes (no triple of their own outside
+    the derived views: :func:`scopes.in_describing`)."""
     union = " UNION ".join(f"{{ ?s <{p}> ?o }}" for p in props)  # each an index range, not a scan
-    own = catalog.in_describing(store)("?o ?q ?r")
+    own = scopes.in_describing(store)("?o ?q ?r")
     rows = store.select(
         f"SELECT DISTINCT ?o WHERE {{ {union} FILTER(isIRI(?o)) FILTER NOT EXISTS {{ {own} }} }}"
     )

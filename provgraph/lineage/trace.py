@@ -34,7 +34,7 @@ from provgraph.lineage.model import (
     worst,
 )
 from provgraph.rdf.vocab import PG_NS, RDF_NS, RDFS_NS
-from provgraph.store import catalog
+from provgraph.store import scopes
 from provgraph.store.base import Store
 
 #: Classes whose presence in a number's lineage counts as evidence for it (an analysis plan is
@@ -290,7 +290,7 @@ def describe(
     store: Store, order: list[str], hubs: frozenset[str] | set[str] = frozenset()
 ) -> dict[str, Node]:
     labels, states, supers = _class_info(store)
-    evidence = catalog.in_describing(store)
+    described = scopes.in_describing(store)  # a derived view's facts describe nothing
     info: dict[str, dict[str, list[str]]] = {n: {} for n in order}
     keys = {f"{PG_NS}{p}": p for p in _INFO} | {f"{RDF_NS}type": "type", f"{RDFS_NS}label": "rdfsLabel"}
     wanted = ", ".join(f"<{p}>" for p in keys)  # FILTER IN, not a VALUES cross product (see trace)
@@ -299,13 +299,13 @@ def describe(
         values = " ".join(f"<{n}>" for n in batch)
         plain = " ".join(f"<{n}>" for n in batch if n not in hubs)
         rows = store.select(
-            f"""SELECT DISTINCT ?n ?p ?o WHERE {{ VALUES ?n {{ {plain} }} {evidence("?n ?p ?o")}
+            f"""SELECT DISTINCT ?n ?p ?o WHERE {{ VALUES ?n {{ {plain} }} {described("?n ?p ?o")}
                   FILTER(?p IN ({wanted})) }}"""
         )
         for hub in hubs.intersection(batch):
             # a million edges out of it: each property written out, so each is one index lookup
             # (a variable property, even bound by VALUES, scans every edge of the node)
-            union = " UNION ".join(f"{{ {evidence(f'<{hub}> <{p}> ?o')} BIND(<{p}> AS ?p) }}" for p in keys)
+            union = " UNION ".join(f"{{ {described(f'<{hub}> <{p}> ?o')} BIND(<{p}> AS ?p) }}" for p in keys)
             rows += store.select(f"SELECT DISTINCT ?n ?p ?o WHERE {{ {union} BIND(<{hub}> AS ?n) }}")
         for r in rows:
             key = keys[r["p"].value]  # type: ignore[union-attr]

@@ -28,7 +28,7 @@ import re
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -95,37 +95,6 @@ def current(store: Store, key: str) -> Slot | None:
     if not rows:
         return None
     return Slot(key, rows[0]["graph"].value, rows[0]["fp"].value)  # type: ignore[union-attr]
-
-
-#: The rules' derived views (per-call evidence, pixel verdicts, ...): facts provgraph states
-#: for its own rules about nodes the imports name.
-DERIVED = "derived:"
-
-
-def evidence_graphs(store: Store) -> list[str]:
-    """The graphs that describe the benchmark: the imports and the recomputed statistics; not
-    the ontology, the check's records nor its derived views."""
-    return [
-        s.graph for s in slots(store) if s.key != "ontology" and not s.key.startswith(("check:", DERIVED))
-    ]
-
-
-def in_graphs(pattern: str, graphs: Sequence[str]) -> str:
-    """``pattern`` matched in ``graphs`` only, for a query asked of the whole store: there a
-    lookup by node seeks once, where the same lookup on a default graph merged from many graphs
-    (``Store.within``) seeks in each of them (1.1 s against 0.1 s for 10^4 nodes)."""
-    listed = ", ".join(f"<{g}>" for g in graphs)
-    return f"GRAPH ?_g {{ {pattern} }} FILTER(?_g IN ({listed}))"
-
-
-def in_describing(store: Store) -> Callable[[str], str]:
-    """A triple pattern matched in every graph but the derived views (in a store without a
-    catalog, as it is): what decides whether a node is described. A node an import only
-    referenced stays undescribed after a check, although a derived view states facts about it
-    (the per-call view gives an unplanned call its ``pg:callId``); the check's records still
-    describe the check's own nodes."""
-    graphs = [s.graph for s in slots(store) if not s.key.startswith(DERIVED)]
-    return (lambda pattern: in_graphs(pattern, graphs)) if graphs else (lambda pattern: pattern + " .")
 
 
 def base_iri(store: Store) -> str:

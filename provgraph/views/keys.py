@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from provgraph.rdf.sparql import plain_iri
 from provgraph.rdf.vocab import PG_NS
-from provgraph.store import catalog
+from provgraph.store import scopes
 from provgraph.store.base import Rows, Store
 from provgraph.views.nodes import value_blocks
 from provgraph.views.vocabulary import Vocabulary
@@ -134,10 +134,10 @@ class Key:
 
 
 def drawn_graphs(store: Store) -> list[str]:
-    """The graphs a picture of the whole graph draws (:func:`catalog.evidence_graphs`): the
+    """The graphs a picture of the whole graph draws (:func:`scopes.evidence_graphs`): the
     imports and the recomputed statistics; not the ontology, the check's derived views
     (internal to the rules, and most of the store at scale) nor its records."""
-    return catalog.evidence_graphs(store)
+    return scopes.evidence_graphs(store)
 
 
 def has_state_overrides(store: Store) -> bool:

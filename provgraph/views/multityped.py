@@ -20,7 +20,7 @@ import pyoxigraph as ox
 
 from provgraph.rdf.sparql import plain_iri
 from provgraph.store.base import Within
-from provgraph.store.catalog import in_graphs
+from provgraph.store.scopes import in_graphs
 from provgraph.views.keys import NodeKeys
 from provgraph.views.nodes import value_blocks
 

@@ -23,7 +23,7 @@ from provgraph.errors import UsageError
 from provgraph.rdf.sparql import plain_iri
 from provgraph.rdf.vocab import PG_NS
 from provgraph.store.base import Store, Within
-from provgraph.store.catalog import in_graphs
+from provgraph.store.scopes import in_graphs
 from provgraph.views.keys import Key, NodeKeys, drawn_graphs, group_rows, has_state_overrides
 from provgraph.views.model import Arrow, Box, Mark, View, recorded_violations
 from provgraph.views.multityped import Counts, MultiTyped
