@@ -305,8 +305,10 @@ def describe(
         for hub in hubs.intersection(batch):
             # a million edges out of it: each property written out, so each is one index lookup
             # (a variable property, even bound by VALUES, scans every edge of the node)
-            union = " UNION ".join(f"{{ {described(f'<{hub}> <{p}> ?o')} BIND(<{p}> AS ?p) }}" for p in keys)
-            rows += store.select(f"SELECT DISTINCT ?n ?p ?o WHERE {{ {union} BIND(<{hub}> AS ?n) }}")
+            union = " UNION ".join(f"{{ <{hub}> <{p}> ?o BIND(<{p}> AS ?p) }}" for p in keys)
+            rows += store.select(
+                f"SELECT DISTINCT ?n ?p ?o WHERE {{ {described(union)} BIND(<{hub}> AS ?n) }}"
+            )
         for r in rows:
             key = keys[r["p"].value]  # type: ignore[union-attr]
             info[r["n"].value].setdefault(key, []).append(r["o"].value)  # type: ignore[union-attr]

@@ -66,7 +66,7 @@ from typing import IO, NamedTuple
 from provgraph import __version__
 from provgraph.rdf.terms import IRI, TripleWriter
 from provgraph.rdf.vocab import PG, PG_NS
-from provgraph.store import catalog, parallel
+from provgraph.store import catalog, parallel, scopes
 from provgraph.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -74,8 +74,6 @@ log = logging.getLogger(__name__)
 SLOT = "derived:call-evidence"
 #: bumped whenever the view changes shape
 VIEW_VERSION = "4"
-#: Slots that are derived, not imported: no input of the view (nor of the statistics).
-DERIVED_PREFIXES = ("check:", "analysis:", "derived:")
 
 _P = f"PREFIX pg: <{PG_NS}>\n"
 # One query per kind of evidence: a node pointing at the call (request or record) and one value.
@@ -149,7 +147,7 @@ def _with(values: tuple[str, ...], value: str) -> tuple[str, ...]:
 
 
 def fingerprint(store: Store) -> str:
-    slots = [s for s in catalog.slots(store) if not s.key.startswith(DERIVED_PREFIXES)]
+    slots = scopes.imported_slots(store)
     text = f"{__version__}/{VIEW_VERSION}\n" + "".join(f"{s.key}\t{s.fingerprint}\n" for s in slots)
     return hashlib.sha256(text.encode()).hexdigest()
 

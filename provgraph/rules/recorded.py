@@ -39,13 +39,11 @@ from provgraph.rules.runner import (
     contract_state,
     strict_contract,
 )
-from provgraph.store import catalog
+from provgraph.store import catalog, scopes
 from provgraph.store.base import Store
 
 #: The catalog key of the record graph (``check:`` keys are derived, not imports).
 RECORD_KEY = "check:record"
-#: Catalog keys that are not imports: what the check computes or records itself.
-DERIVED_PREFIXES = ("check:", "analysis:", "derived:")
 
 
 @dataclass
@@ -63,7 +61,7 @@ class Recorded:
 
 def inputs_sha256(store: Store) -> str:
     """One hash of every import's fingerprint (derived graphs left out) and provgraph's version."""
-    slots = [s for s in catalog.slots(store) if not s.key.startswith(DERIVED_PREFIXES)]
+    slots = scopes.imported_slots(store)
     text = f"{__version__}\n" + "".join(f"{s.key}\t{s.fingerprint}\n" for s in slots)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -48,7 +48,7 @@ from provgraph.stats.statistic import (
     StatIndex,
     canonical,
 )
-from provgraph.store import catalog
+from provgraph.store import catalog, scopes
 from provgraph.store.base import Store
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ class Outcome:
 
 
 def inputs_fingerprint(store: Store) -> str:
-    slots = [s for s in catalog.slots(store) if not s.key.startswith(("check:", "analysis:", "derived:"))]
+    slots = scopes.imported_slots(store)
     text = f"{__version__}/{ENGINE_VERSION}\n" + "".join(f"{s.key}\t{s.fingerprint}\n" for s in slots)
     return hashlib.sha256(text.encode()).hexdigest()
 

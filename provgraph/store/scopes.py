@@ -13,19 +13,27 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from provgraph.store.base import Store
-from provgraph.store.catalog import slots
+from provgraph.store.catalog import Slot, slots
 
 #: The rules' derived views (per-call evidence, pixel verdicts, ...): facts provgraph states
 #: for its own rules about nodes the imports name.
 DERIVED = "derived:"
+#: The check's records (its results, violations, hub summaries).
+CHECK = "check:"
+#: Slots provgraph computes or records itself, not imports: the recomputed statistics too.
+COMPUTED = (CHECK, "analysis:", DERIVED)
+
+
+def imported_slots(store: Store) -> list[Slot]:
+    """The catalog entries of imports (and the ontology): what a derived result is computed
+    from, so what its fingerprint is made of."""
+    return [s for s in slots(store) if not s.key.startswith(COMPUTED)]
 
 
 def evidence_graphs(store: Store) -> list[str]:
     """The graphs that describe the benchmark: the imports and the recomputed statistics; not
     the ontology, the check's records nor its derived views."""
-    return [
-        s.graph for s in slots(store) if s.key != "ontology" and not s.key.startswith(("check:", DERIVED))
-    ]
+    return [s.graph for s in slots(store) if s.key != "ontology" and not s.key.startswith((CHECK, DERIVED))]
 
 
 def in_graphs(pattern: str, graphs: Sequence[str]) -> str:
