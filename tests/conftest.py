@@ -61,6 +61,19 @@ def copy_bundle(src: Path, dst: Path) -> Path:
     return dst
 
 
+def ingest_outcomes(root: Path, store) -> dict[str, str]:
+    """Ingest the bundle at ``root`` into ``store``: each source's outcome; none may fail."""
+    from provgraph.bundle.layout import Bundle
+    from provgraph.ingest.run import ingest_paths
+
+    bundle = Bundle.open(root)
+    results, problems = ingest_paths(store, bundle, [bundle.root])
+    assert not problems and all(r.outcome in ("imported", "unchanged", "removed") for r in results), [
+        r.error for r in results
+    ]
+    return {r.rel: r.outcome for r in results}
+
+
 def rule_bundle(rule_id: str, twin: str, dst: Path) -> Path:
     """Twin ``twin`` (flawed or clean) of a rule's fixture pair, written to ``dst``.
 
@@ -113,6 +126,28 @@ def pseudonym_secret(monkeypatch):
     """A fixed secret, so no test writes ``.provgraph/secret`` into a committed fixture."""
     monkeypatch.setenv("PROVGRAPH_SECRET", TEST_SECRET)
     monkeypatch.delenv("PROVGRAPH_SECRET_FILE", raising=False)
+
+
+@pytest.fixture(scope="session")
+def oxigraph_server(tmp_path_factory):
+    """One real ``oxigraph serve`` per test process; a test that uses it clears it first."""
+    from oxigraph_server import OxigraphServer
+
+    srv = OxigraphServer(tmp_path_factory.mktemp("oxigraph")).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def virtuoso_server(tmp_path_factory):
+    """One real Virtuoso per test process (skipped, saying how to install it, without one)."""
+    from virtuoso_server import INSTALL, VirtuosoServer, virtuoso_binaries
+
+    if virtuoso_binaries() is None:
+        pytest.skip(f"Virtuoso is not installed: {INSTALL}")
+    srv = VirtuosoServer(tmp_path_factory.mktemp("virtuoso")).start()
+    yield srv
+    srv.stop()
 
 
 @pytest.fixture

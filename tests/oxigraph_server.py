@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -42,9 +43,17 @@ class OxigraphServer:
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
+    #: the engine's name, as ``provgraph info`` shows it after the store URL
+    engine = "oxigraph"
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base(self) -> str:
+        """The server's address as provgraph names it (the store URL itself)."""
+        return self.url
 
     def start(self, timeout: float = 30.0) -> OxigraphServer:
         for _ in range(3):  # another process may take the free port before the server binds it
@@ -82,6 +91,14 @@ class OxigraphServer:
             with urllib.request.urlopen(req, timeout=2) as resp:
                 return resp.status == 200
         return False
+
+    def graphs(self) -> list[str]:
+        """Every named graph provgraph minted (as :meth:`VirtuosoServer.graphs`)."""
+        query = urllib.parse.urlencode({"query": "SELECT ?g WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g"})
+        req = urllib.request.Request(f"{self.url}/query?{query}", headers={"Accept": "text/csv"})
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            lines = resp.read().decode().splitlines()[1:]
+        return [g for g in lines if g.startswith("urn:provgraph:")]
 
     def clear(self) -> None:
         """Remove every graph (between bundles)."""

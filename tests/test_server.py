@@ -5,7 +5,6 @@ and a gate that fails closed when the server is down, dies or hangs mid-check.""
 from __future__ import annotations
 
 import doctest
-import json
 import re
 import signal
 import subprocess
@@ -21,7 +20,6 @@ from oxigraph_server import OxigraphServer, free_port
 
 from provgraph.bundle.layout import Bundle
 from provgraph.errors import StoreChanged, StoreError, StoreUnavailable, UsageError
-from provgraph.export import export
 from provgraph.ingest.run import ingest_paths
 from provgraph.lineage.gate import run_gate
 from provgraph.rules import load_rules
@@ -35,12 +33,10 @@ EXAMPLE = REPO / "examples" / "output_gate"
 PLANNED = "PREFIX pg: <https://w3id.org/provgraph/ns#> SELECT (COUNT(*) AS ?n) WHERE { ?c a pg:PlannedCall }"
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory) -> OxigraphServer:
-    """One server for the whole session; tests that use it start from an empty store."""
-    srv = OxigraphServer(tmp_path_factory.mktemp("oxigraph")).start()
-    yield srv
-    srv.stop()
+@pytest.fixture
+def server(oxigraph_server: OxigraphServer) -> OxigraphServer:
+    """The session's server (conftest); tests that use it start from an empty store."""
+    return oxigraph_server
 
 
 @pytest.fixture
@@ -109,104 +105,7 @@ def test_rule_fixture_pair_on_server(url: str, server: OxigraphServer, rule_id: 
     assert report.passed
 
 
-# -- ingest: no-op, replace, removal; staging graphs never visible -------------------------------
-
-
-def test_reingest_is_a_noop_and_changed_bytes_replace_the_graph(url: str, tmp_path: Path) -> None:
-    root = copy_bundle(EXAMPLE / "clean", tmp_path / "b")
-    store = open_store(url)
-    first, _ = ingest(root, store)
-    assert {r.outcome for r in first} == {"imported"}
-    graphs = set(store.named_graphs())
-    again, _ = ingest(root, store)
-    assert {r.outcome for r in again} == {"unchanged"}
-    assert set(store.named_graphs()) == graphs
-
-    planned = int(store.select(PLANNED)[0]["n"].value)
-    with (root / "plan.csv").open("a") as fh:
-        fh.write("C100,study-9,gpt-A,1\n")
-    results, _ = ingest(root, store)
-    assert {r.rel: r.outcome for r in results}["plan.csv"] == "imported"
-    assert int(store.select(PLANNED)[0]["n"].value) == planned + 1
-    # the old plan graph is gone; every graph on the server is the catalog's
-    assert set(store.named_graphs()) == {s.graph for s in catalog.slots(store)} | {catalog.CATALOG}
-
-    (root / "outputs" / "C001.txt").unlink()
-    (root / "outputs" / "C002.txt").unlink()
-    (root / "outputs" / "C003.txt").unlink()
-    (root / "outputs" / "C004.txt").unlink()
-    (root / "outputs").rmdir()
-    results, _ = ingest(root, store)
-    assert "removed" in {r.outcome for r in results}
-    assert set(store.named_graphs()) == {s.graph for s in catalog.slots(store)} | {catalog.CATALOG}
-
-
-def test_staging_graph_is_invisible_until_the_switch(url: str, tmp_path: Path) -> None:
-    root = write_bundle(tmp_path / "b", {"plan.csv": "call_id,case,condition\nC1,s1,A\n"})
-    store = open_store(url)
-    ingest(root, store)
-    nt = tmp_path / "staged.nt"
-    nt.write_text(
-        "<https://example.org/t/x> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
-        "<https://w3id.org/provgraph/ns#PlannedCall> .\n"
-    )
-    staging = catalog.new_graph_iri()
-    store.bulk_load(nt, staging)  # another client's import, loaded but not switched
-    assert staging in store.named_graphs()
-    assert int(store.select(PLANNED)[0]["n"].value) == 1  # readers do not see it
-    assert store.quad_count(staging) == 1
-    # recovery on open leaves a young staging graph alone (it may be an import in progress) ...
-    reopened = open_store(url)
-    assert staging in reopened.named_graphs()
-    # ... and removes it once it is older than the staging TTL
-    assert catalog.recover(SparqlStore(parse_endpoint(url)), now=_later(2 * 86400)) == [staging]
-    assert staging not in store.named_graphs()
-
-
-def test_recovery_never_touches_graphs_it_did_not_mint(url: str, tmp_path: Path) -> None:
-    store = open_store(url)
-    nt = tmp_path / "other.nt"
-    nt.write_text("<urn:x> <urn:p> <urn:o> .\n")
-    store.bulk_load(nt, "https://team.example/other-project/graph")
-    assert catalog.recover(store, now=_later(10**7)) == []
-    assert "https://team.example/other-project/graph" in store.named_graphs()
-    # and queries do not see another project's data either
-    assert not store.ask("ASK { <urn:x> ?p ?o }")
-
-
-def test_check_fails_when_another_client_replaces_a_graph_meanwhile(url: str, tmp_path: Path) -> None:
-    root = copy_bundle(EXAMPLE / "clean", tmp_path / "b")
-    reader, writer = open_store(url), open_store(url)
-    ingest(root, writer)
-    with pytest.raises(StoreChanged, match="another client replaced 1 graph"), reader.snapshot():
-        assert int(reader.select(PLANNED)[0]["n"].value) == 4
-        with (root / "plan.csv").open("a") as fh:
-            fh.write("C100,study-9,gpt-A,1\n")
-        ingest(root, writer)
-        # the pinned (old) plan graph was dropped: this answer mixes states, the exit says so
-        reader.select(PLANNED)
-    assert int(reader.select(PLANNED)[0]["n"].value) == 5
-
-
-def test_dump_and_counts_match_the_embedded_store(url: str, tmp_path: Path) -> None:
-    import io
-
-    root = copy_bundle(EXAMPLE / "flawed", tmp_path / "b")
-    server, embedded = open_store(url), open_store(None)
-    ingest(root, server)
-    ingest(root, embedded)
-
-    def triples(store) -> set[str]:
-        buf = io.BytesIO()
-        export(store, "nt", buf, with_ontology=True)
-        return set(buf.getvalue().decode().splitlines())
-
-    def datetime_free(lines: set[str]) -> set[str]:
-        return {x for x in lines if "dateTime" not in x}
-
-    assert datetime_free(triples(server)) == datetime_free(triples(embedded))
-    assert server.quad_count() == embedded.quad_count()
-    assert [s.key for s in catalog.slots(server)] == [s.key for s in catalog.slots(embedded)]
+# -- reading some graphs, or the union (what every engine does alike: test_server_engines.py) ---
 
 
 def test_whole_graph_view_on_a_server_equals_the_embedded_one(url: str, tmp_path: Path) -> None:
@@ -258,54 +157,6 @@ def _later(seconds: float):
     import datetime as dt
 
     return dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)
-
-
-# -- the CLI on a server ------------------------------------------------------------------------
-
-
-def test_cli_commands_on_a_server(cli, url: str, tmp_path: Path) -> None:
-    root = copy_bundle(EXAMPLE / "flawed", tmp_path / "b")
-    store = ["-C", str(root), "--store", url]
-    r = cli("--store", url, "init", str(tmp_path / "fresh"))  # init never rewrites a contract
-    assert r.code == 0, r.err
-    assert f"store ready at {url}" in r.out
-    r = cli(*store, "ingest")
-    assert r.code == 0, r.err
-    assert f"ingest into {url} (oxigraph)" in r.out
-    assert "0 imported, 4 unchanged" in cli(*store, "ingest").out
-    r = cli(*store, "check")
-    assert r.code == 1
-    assert "gate: FAIL" in r.out and "4 violations" in r.out
-    r = cli(
-        *store,
-        "query",
-        "SELECT ?id WHERE { ?c a pg:PlannedCall ; pg:callId ?id } ORDER BY ?id",
-        "--format",
-        "csv",
-    )
-    assert r.code == 0, r.err
-    assert r.out.splitlines() == ["id", "C001", "C002", "C003", "C004"]
-    r = cli(*store, "query", "SELECT ?c WHERE { ?c pg:callId ?id }", "--param", "id=C004", "--format", "json")
-    assert json.loads(r.out)["results"]["bindings"][0]["c"]["value"].endswith("call/C004")
-    r = cli(*store, "info", "--format", "json")
-    info = json.loads(r.out)
-    assert info["store"] == f"{url} (oxigraph)"
-    assert {g["source"] for g in info["graphs"]} >= {"ontology", "check:output", "import:plan:plan.csv"}
-    out = tmp_path / "graph.nq"
-    r = cli(*store, "export", "--format", "nquads", "-o", str(out))
-    assert r.code == 0, r.err
-    assert "urn:provgraph:catalog" not in out.read_text()
-    assert len(out.read_text().splitlines()) > 100
-    r = cli(*store, "export", "--format", "provn")
-    assert r.code == 0 and r.out.startswith("document")
-
-
-def test_clean_example_passes_on_a_server(cli, url: str, tmp_path: Path) -> None:
-    root = copy_bundle(EXAMPLE / "clean", tmp_path / "b")
-    assert cli("-C", str(root), "--store", url, "ingest").code == 0
-    r = cli("-C", str(root), "--store", url, "check")
-    assert r.code == 0, r.out
-    assert "gate: PASS" in r.out
 
 
 # -- failure: fail closed with one line ----------------------------------------------------------

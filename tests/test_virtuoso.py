@@ -1,53 +1,44 @@
 """The SPARQL server backend on a real Virtuoso Open Source 7 (Debian ``virtuoso-opensource``),
 the second engine after Oxigraph: every rule's fixture pair gives the same gate on the embedded
-store, ``oxigraph serve`` and Virtuoso; the clean example passes; the catalog switch is one
-update and staging graphs stay invisible; ``check``, ``info``, ``query`` and ``export`` work.
+store, ``oxigraph serve`` and Virtuoso; a rule's Virtuoso form returns its plain query's rows;
+an answer cut to Virtuoso's row limit fails closed. What every server engine must do alike
+(catalog switch, staging graphs, export, CLI) is in ``test_server_engines.py``.
 
-One Virtuoso per session (``tests/virtuoso_server.py``); each test starts with provgraph's
-graphs dropped. Without ``virtuoso-t`` the tests skip and say how to install it.
+One Virtuoso per test process (conftest, ``tests/virtuoso_server.py``); each test starts with
+provgraph's graphs dropped. Without ``virtuoso-t`` the tests skip and say how to install it.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import io
-import json
 from pathlib import Path
 
 import pytest
-from conftest import REPO, RULE_FIXTURES, copy_bundle, rule_bundle, write_bundle
+from conftest import RULE_FIXTURES, ingest_outcomes, rule_bundle
 from oxigraph_server import OxigraphServer
 from virtuoso_server import INSTALL, VirtuosoServer, virtuoso_binaries
 
-from provgraph.bundle.layout import Bundle
 from provgraph.errors import StoreUnavailable
-from provgraph.export import export
-from provgraph.ingest.run import ingest_paths
 from provgraph.lineage.gate import refresh_derived, run_gate
 from provgraph.rules import load_rules
-from provgraph.store import catalog, open_store
+from provgraph.store import open_store
 from provgraph.store.endpoint import parse_endpoint
 from provgraph.store.http import SparqlStore
 
 RULES = load_rules()
-EXAMPLE = REPO / "examples" / "output_gate"
-PLANNED = "PREFIX pg: <https://w3id.org/provgraph/ns#> SELECT (COUNT(*) AS ?n) WHERE { ?c a pg:PlannedCall }"
 
 pytestmark = pytest.mark.skipif(virtuoso_binaries() is None, reason=f"Virtuoso is not installed: {INSTALL}")
 
 
-@pytest.fixture(scope="session")
-def virtuoso(tmp_path_factory) -> VirtuosoServer:
-    srv = VirtuosoServer(tmp_path_factory.mktemp("virtuoso")).start()
-    yield srv
-    srv.stop()
+@pytest.fixture
+def virtuoso(virtuoso_server: VirtuosoServer) -> VirtuosoServer:
+    """The session's Virtuoso (conftest)."""
+    return virtuoso_server
 
 
-@pytest.fixture(scope="session")
-def oxigraph(tmp_path_factory) -> OxigraphServer:
-    srv = OxigraphServer(tmp_path_factory.mktemp("oxigraph-3")).start()
-    yield srv
-    srv.stop()
+@pytest.fixture
+def oxigraph(oxigraph_server: OxigraphServer) -> OxigraphServer:
+    """The session's ``oxigraph serve`` (conftest)."""
+    return oxigraph_server
 
 
 @pytest.fixture
@@ -56,21 +47,11 @@ def url(virtuoso: VirtuosoServer) -> str:
     return virtuoso.url
 
 
-def ingest(root: Path, store) -> dict[str, str]:
-    """Each source's outcome; none may fail."""
-    bundle = Bundle.open(root)
-    results, problems = ingest_paths(store, bundle, [bundle.root])
-    assert not problems and all(r.outcome in ("imported", "unchanged", "removed") for r in results), [
-        r.error for r in results
-    ]
-    return {r.rel: r.outcome for r in results}
-
-
 def gate(root: Path, location: str | None, rule_id: str) -> dict[str, object]:
     """Rule ``rule_id`` (and the gate around it: derived evidence, contract facts) on ``root``
     imported into the store at ``location``: its outcome and its sorted violation foci."""
     store = open_store(location)
-    ingest(root, store)
+    ingest_outcomes(root, store)
     report = run_gate(store, [r for r in RULES if r.id == rule_id], record=False)
     (result,) = report.results
     return {
@@ -133,7 +114,7 @@ def test_virtuoso_form_returns_the_rules_rows(rule_id: str, pair: str, url: str,
         root = rule_bundle(pair, twin, tmp_path / twin)
         rows = []
         for store in (open_store(None), open_store(url)):
-            ingest(root, store)
+            ingest_outcomes(root, store)
             refresh_derived(store)
             rows.append(
                 sorted(
@@ -143,114 +124,7 @@ def test_virtuoso_form_returns_the_rules_rows(rule_id: str, pair: str, url: str,
         assert rows[0] == rows[1], twin
 
 
-def test_clean_example_passes_and_flawed_fails_on_virtuoso(cli, url: str, tmp_path: Path) -> None:
-    root = copy_bundle(EXAMPLE / "clean", tmp_path / "clean")
-    assert cli("-C", str(root), "--store", url, "ingest").code == 0
-    r = cli("-C", str(root), "--store", url, "check")
-    assert r.code == 0, r.out + r.err
-    assert "gate: PASS" in r.out
-
-
-def test_cli_commands_on_virtuoso(cli, url: str, virtuoso: VirtuosoServer, tmp_path: Path) -> None:
-    root = copy_bundle(EXAMPLE / "flawed", tmp_path / "b")
-    store = ["-C", str(root), "--store", url]
-    r = cli(*store, "ingest")
-    assert r.code == 0, r.err
-    assert f"ingest into {virtuoso.base} (virtuoso)" in r.out
-    assert "0 imported, 4 unchanged" in cli(*store, "ingest").out
-    r = cli(*store, "check")
-    assert r.code == 1, r.out + r.err
-    assert "gate: FAIL" in r.out and "4 violations" in r.out
-    r = cli(
-        *store,
-        "query",
-        "SELECT ?id WHERE { ?c a pg:PlannedCall ; pg:callId ?id } ORDER BY ?id",
-        "--format",
-        "csv",
-    )
-    assert r.code == 0, r.err
-    assert r.out.splitlines() == ["id", "C001", "C002", "C003", "C004"]
-    r = cli(*store, "query", "ASK { ?c pg:callId ?id }", "--param", "id=C004")
-    assert r.code == 0 and "true" in r.out.lower(), r.out + r.err
-    r = cli(*store, "query", "ASK { ?c pg:callId ?id }", "--param", "id=C404")
-    assert r.code == 0 and "false" in r.out.lower(), r.out + r.err
-    info = json.loads(cli(*store, "info", "--format", "json").out)
-    assert info["store"] == f"{virtuoso.base} (virtuoso)"
-    assert {g["source"] for g in info["graphs"]} >= {"ontology", "check:output", "import:plan:plan.csv"}
-    out = tmp_path / "graph.nq"
-    r = cli(*store, "export", "--format", "nquads", "-o", str(out))
-    assert r.code == 0, r.err
-    assert "urn:provgraph:catalog" not in out.read_text()
-    assert "openlinksw" not in out.read_text()  # Virtuoso's own graphs are not the project's
-
-
-def test_export_and_counts_match_the_embedded_store(url: str, tmp_path: Path) -> None:
-    """Literals come back with their datatypes (booleans, integers, decimals, dateTimes)."""
-    root = copy_bundle(EXAMPLE / "flawed", tmp_path / "b")
-    server, embedded = open_store(url), open_store(None)
-    ingest(root, server)
-    ingest(root, embedded)
-
-    def triples(store) -> set[str]:
-        buf = io.BytesIO()
-        export(store, "nt", buf, with_ontology=True)
-        return {x for x in buf.getvalue().decode().splitlines() if "dateTime" not in x}
-
-    assert triples(server) == triples(embedded)
-    assert server.quad_count() == embedded.quad_count()
-    assert [s.key for s in catalog.slots(server)] == [s.key for s in catalog.slots(embedded)]
-    typed = (
-        "SELECT ?v WHERE { VALUES ?v { true false 3 2.5 "
-        '"2024-01-02T03:04:05Z"^^<http://www.w3.org/2001/XMLSchema#dateTime> "x"@en } }'
-    )
-    assert server.select(typed) == embedded.select(typed)
-
-
-# -- the catalog on Virtuoso --------------------------------------------------------------------
-
-
-def test_switch_reingest_and_removal_on_virtuoso(url: str, virtuoso: VirtuosoServer, tmp_path: Path) -> None:
-    """The switch is one DELETE/INSERT; on a first import nothing is there to delete (the case
-    Virtuoso used to turn into a switch that inserts nothing)."""
-    root = copy_bundle(EXAMPLE / "clean", tmp_path / "b")
-    store = open_store(url)
-    ingest(root, store)
-    current = {s.graph for s in catalog.slots(store)}
-    assert len(current) == len(catalog.slots(store)) >= 4
-    assert set(virtuoso.graphs()) == current | {catalog.CATALOG}
-    planned = int(store.select(PLANNED)[0]["n"].value)
-    with (root / "plan.csv").open("a") as fh:
-        fh.write("C100,study-9,gpt-A,1\n")
-    assert ingest(root, store)["plan.csv"] == "imported"
-    assert int(store.select(PLANNED)[0]["n"].value) == planned + 1
-    assert set(virtuoso.graphs()) == {s.graph for s in catalog.slots(store)} | {catalog.CATALOG}
-    assert catalog.unfinished_ingests(store) == []
-    for name in ("C001", "C002", "C003", "C004"):
-        (root / "outputs" / f"{name}.txt").unlink()
-    (root / "outputs").rmdir()
-    assert ingest(root, store)["outputs"] == "removed"
-    assert set(virtuoso.graphs()) == {s.graph for s in catalog.slots(store)} | {catalog.CATALOG}
-
-
-def test_staging_graph_is_invisible_until_the_switch(url: str, tmp_path: Path) -> None:
-    root = write_bundle(tmp_path / "b", {"plan.csv": "call_id,case,condition\nC1,s1,A\n"})
-    store = open_store(url)
-    ingest(root, store)
-    nt = tmp_path / "staged.nt"
-    nt.write_text(
-        "<https://example.org/t/x> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
-        "<https://w3id.org/provgraph/ns#PlannedCall> .\n"
-    )
-    staging = catalog.new_graph_iri()
-    store.bulk_load(nt, staging)  # another client's import, loaded but not switched
-    assert staging in store.named_graphs()
-    assert int(store.select(PLANNED)[0]["n"].value) == 1  # Virtuoso's default graph is all graphs
-    assert not store.ask("ASK { <https://example.org/t/x> ?p ?o }")
-    assert store.quad_count(staging) == 1
-    assert staging in open_store(url).named_graphs()  # young: maybe an import in progress
-    later = dt.datetime.now(dt.UTC) + dt.timedelta(days=2)
-    assert catalog.recover(SparqlStore(parse_endpoint(url)), now=later) == [staging]
-    assert staging not in store.named_graphs()
+# -- Virtuoso's own limits ----------------------------------------------------------------------
 
 
 def test_an_answer_virtuoso_cut_to_its_row_limit_fails_closed(tmp_path: Path) -> None:

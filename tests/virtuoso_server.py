@@ -92,6 +92,9 @@ class VirtuosoServer:
         self.proc: subprocess.Popen[bytes] | None = None
         self.sql_port = self.http_port = 0
 
+    #: the engine's name, as ``provgraph info`` shows it after the server's address
+    engine = "virtuoso"
+
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.http_port}"
