@@ -111,6 +111,26 @@ def test_recovery_never_touches_graphs_it_did_not_mint(engine, tmp_path: Path) -
         store.drop_graph(other)  # the server outlives this test; clear() keeps foreign graphs
 
 
+def test_drop_graph_removes_every_quad(engine, tmp_path: Path) -> None:
+    """A graph provgraph no longer shows (replaced, or a failed load's staging graph) is dropped
+    whole; on Virtuoso row by row (``DEFINE sql:log-enable 3``, the preset's ``drop_update``),
+    which must still leave nothing behind and nothing of the other graphs touched."""
+    store = open_store(engine.url)
+    assert store.endpoint.drop_update.startswith("DEFINE sql:log-enable 3") == (engine.engine == "virtuoso")
+    keep, drop = catalog.new_graph_iri(), catalog.new_graph_iri()
+    nt = tmp_path / "g.nt"
+    nt.write_text("".join(f'<urn:x:{i}> <urn:p> "{i}" .\n' for i in range(30_000)))
+    store.bulk_load(nt, keep)
+    store.bulk_load(nt, drop)
+    assert store.quad_count(drop) == 30_000
+    store.drop_graph(drop)
+    assert store.quad_count(drop) == 0
+    assert drop not in store.named_graphs()
+    assert store.quad_count(keep) == 30_000
+    store.drop_graph(drop)  # dropping what is gone is no error
+    store.drop_graph(keep)
+
+
 def test_check_fails_when_another_client_replaces_a_graph_meanwhile(engine, tmp_path: Path) -> None:
     root = copy_bundle(EXAMPLE / "clean", tmp_path / "b")
     reader, writer = open_store(engine.url), open_store(engine.url)

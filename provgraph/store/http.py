@@ -99,7 +99,7 @@ class SparqlStore(Store):
             )
 
     def drop_graph(self, graph: str) -> None:
-        self.update(f"DROP SILENT GRAPH <{_iri(graph)}>")
+        self.update(self.endpoint.drop_update.format(graph=_iri(graph)))
 
     def named_graphs(self) -> list[str]:
         """Every named graph on the server, including other clients' staging graphs."""
