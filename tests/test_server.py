@@ -34,15 +34,10 @@ PLANNED = "PREFIX pg: <https://w3id.org/provgraph/ns#> SELECT (COUNT(*) AS ?n) W
 
 
 @pytest.fixture
-def server(oxigraph_server: OxigraphServer) -> OxigraphServer:
-    """The session's server (conftest); tests that use it start from an empty store."""
-    return oxigraph_server
-
-
-@pytest.fixture
-def url(server: OxigraphServer) -> str:
-    server.clear()
-    return server.url
+def url(oxigraph_server: OxigraphServer) -> str:
+    """The session's server (conftest), emptied."""
+    oxigraph_server.clear()
+    return oxigraph_server.url
 
 
 @pytest.fixture
@@ -81,7 +76,9 @@ def _pairs() -> list:
 
 
 @pytest.mark.parametrize("rule_id", _pairs())
-def test_rule_fixture_pair_on_server(url: str, server: OxigraphServer, rule_id: str, tmp_path: Path) -> None:
+def test_rule_fixture_pair_on_server(
+    url: str, oxigraph_server: OxigraphServer, rule_id: str, tmp_path: Path
+) -> None:
     expected = rulepairs.expected(rule_id)["violations"]
     report = checked(rule_bundle(rule_id, "flawed", tmp_path / "flawed"), url)
     (result,) = [r for r in report.results if r.rule.id == rule_id]
@@ -94,7 +91,7 @@ def test_rule_fixture_pair_on_server(url: str, server: OxigraphServer, rule_id: 
     if result.rule.blocks_gate:
         assert not report.passed
 
-    server.clear()
+    oxigraph_server.clear()
     report = checked(rule_bundle(rule_id, "clean", tmp_path / "clean"), url)
     fired = {
         r.rule.id: [v.message for v in r.violations] or r.error

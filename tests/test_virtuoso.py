@@ -30,21 +30,10 @@ pytestmark = pytest.mark.skipif(virtuoso_binaries() is None, reason=f"Virtuoso i
 
 
 @pytest.fixture
-def virtuoso(virtuoso_server: VirtuosoServer) -> VirtuosoServer:
-    """The session's Virtuoso (conftest)."""
-    return virtuoso_server
-
-
-@pytest.fixture
-def oxigraph(oxigraph_server: OxigraphServer) -> OxigraphServer:
-    """The session's ``oxigraph serve`` (conftest)."""
-    return oxigraph_server
-
-
-@pytest.fixture
-def url(virtuoso: VirtuosoServer) -> str:
-    virtuoso.clear()
-    return virtuoso.url
+def url(virtuoso_server: VirtuosoServer) -> str:
+    """The session's Virtuoso (conftest), emptied."""
+    virtuoso_server.clear()
+    return virtuoso_server.url
 
 
 def gate(root: Path, location: str | None, rule_id: str) -> dict[str, object]:
@@ -79,18 +68,18 @@ def _rule_params() -> list:
 
 @pytest.mark.parametrize("rule_id", _rule_params())
 def test_fixture_pair_agrees_on_three_engines(
-    rule_id: str, virtuoso: VirtuosoServer, oxigraph: OxigraphServer, tmp_path: Path
+    rule_id: str, virtuoso_server: VirtuosoServer, oxigraph_server: OxigraphServer, tmp_path: Path
 ) -> None:
     """The pair is ``tests/fixtures/rules/<id>/`` (flawed bundle, clean overlay): the rule
     fires on the flawed twin and passes on the clean one, with the same foci on each engine."""
     for twin in ("flawed", "clean"):
         root = rule_bundle(rule_id, twin, tmp_path / twin)
-        virtuoso.clear()
-        oxigraph.clear()
+        virtuoso_server.clear()
+        oxigraph_server.clear()
         embedded = gate(root, None, rule_id)
         assert embedded["outcome"] == ("violated" if twin == "flawed" else "pass"), (twin, embedded)
-        assert gate(root, virtuoso.url, rule_id) == embedded, twin
-        assert gate(root, oxigraph.url, rule_id) == embedded, twin
+        assert gate(root, virtuoso_server.url, rule_id) == embedded, twin
+        assert gate(root, oxigraph_server.url, rule_id) == embedded, twin
 
 
 def _form_params() -> list:
